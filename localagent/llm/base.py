@@ -1,0 +1,132 @@
+"""The one narrow interface every model backend implements.
+
+Planners, prompt functions and the executor see only `LLM`; the llama.cpp backend and the
+scripted test double are interchangeable behind it. Chat is defined on top of completion
+(`format_chat` renders the model's own chat template to text) so that constraints and the
+KV-cache prefix reuse work the same way for both.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from localagent.constraint import Constraint
+
+Message = dict[str, Any]
+"""An OpenAI-style chat message: {"role": ..., "content": ..., optional "tool_calls"/"tool_call_id"}."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one or more LLM calls cost.
+
+    `prompt_tokens_reused` are prompt tokens found in the KV cache (a shared prefix with the
+    previous call) and not evaluated again; `prompt_tokens_evaluated` is what was computed.
+    """
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    prompt_tokens_reused: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def prompt_tokens_evaluated(self) -> int:
+        return self.prompt_tokens - self.prompt_tokens_reused
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            prompt_tokens_reused=self.prompt_tokens_reused + other.prompt_tokens_reused,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            seconds=self.seconds + other.seconds,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "prompt_tokens_reused": self.prompt_tokens_reused,
+            "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    usage: Usage
+    finish_reason: Literal["stop", "length"] = "stop"
+    prompt: str = field(default="", repr=False)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    path: str | None
+    chat_format: str | None  # None for base models without a chat template
+    n_ctx: int
+    supports_tools: bool = False
+
+
+class LLM(ABC):
+    """A text model. Implementations: `LlamaCppLLM` (real), `ScriptedLLM` (tests)."""
+
+    info: ModelInfo
+
+    @abstractmethod
+    def complete(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float | None = None,
+        seed: int | None = None,
+        constraint: Constraint | None = None,
+    ) -> Completion:
+        """Continue `prompt`. With a constraint, the output is forced to match it."""
+
+    @abstractmethod
+    def format_chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """Render messages (and OpenAI-style tool schemas) with the model's chat template."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        ...
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        temperature: float | None = None,
+        seed: int | None = None,
+        constraint: Constraint | None = None,
+    ) -> Completion:
+        prompt = self.format_chat(messages, tools=tools)
+        return self.complete(
+            prompt,
+            max_tokens=max_tokens,
+            stop=stop,
+            temperature=temperature,
+            seed=seed,
+            constraint=constraint,
+        )

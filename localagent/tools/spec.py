@@ -1,0 +1,70 @@
+"""The data-only description of a function, apart from the callable.
+
+Retrieval (embedding text, content hash), grammars (argument and return schemas) and
+prompts (manuals) see only `ToolSpec`; only the registry holds callables. This is
+pydantic-ai's `ToolDefinition` idea.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    plugin: str
+    name: str
+    description: str
+    # JSON Schema of the arguments: {"type": "object", "properties": {...},
+    # "required": [...], "additionalProperties": false}. Derived once by pydantic.
+    parameters: dict[str, Any] = field(hash=False, compare=True)
+    # JSON Schema of the return value ({} when unknown).
+    returns: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)
+    kind: Literal["native", "prompt"] = "native"
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.plugin}.{self.name}"
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever anything a model or an index sees changes."""
+        payload = json.dumps(
+            [self.qualified_name, self.description, self.parameters, self.returns],
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def embedding_text(self) -> str:
+        """What the retrieval index embeds: name, description and argument descriptions."""
+        args = [
+            f"{name}: {prop.get('description', '')}".strip()
+            for name, prop in self.parameters.get("properties", {}).items()
+        ]
+        return f"{self.qualified_name}: {self.description}" + (
+            " Args: " + "; ".join(args) if args else ""
+        )
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A failure of one call, carried as data (the caller never crashes)."""
+
+    kind: Literal["invalid_arguments", "unknown_function", "timeout", "exception", "unserializable"]
+    message: str
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    function: str
+    args: dict[str, Any]
+    value: Any = None
+    error: ToolError | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
