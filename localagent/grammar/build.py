@@ -1,0 +1,247 @@
+"""Build the four plan/step constraints from a set of tools, cached per (tools, format, options).
+
+Each builder fills a template from the top-level `grammars/` folder with rules made from
+the tools' argument schemas (`jsonlark`). A function name is always emitted together with
+that function's own argument object, so a valid output cannot call `Diff` with `Total`'s
+arguments. Everything that repeats is bounded (`Bounds`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
+from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
+from localagent.grammar.types import fits
+from localagent.paths import GRAMMARS_DIR
+from localagent.tools.spec import ToolSpec
+
+TEMPLATES = {
+    "sequential": "sequential_plan.lark",
+    "tree": "tree_plan.lark",
+    "react": "react_step.lark",
+    "tool_call": "tool_call_turn.lark",
+}
+
+
+@dataclass(frozen=True)
+class CallFormat:
+    """How one tool call is written in a tool-call turn. Default: Qwen2.5 / Hermes."""
+
+    open: str = "<tool_call>\n"
+    close: str = "\n</tool_call>"
+    separator: str = "\n"
+    name_key: str = "name"
+    args_key: str = "arguments"
+
+
+HERMES = CallFormat()
+
+
+@dataclass
+class BuildStats:
+    builds: int = 0
+    cache_hits: int = 0
+    by_format: dict[str, int] = field(default_factory=dict)
+
+
+_STATS = BuildStats()
+_CACHE: dict[str, Constraint] = {}
+_LOCK = threading.Lock()
+
+
+def build_stats() -> BuildStats:
+    return BuildStats(_STATS.builds, _STATS.cache_hits, dict(_STATS.by_format))
+
+
+def tools_hash(tools: Sequence[ToolSpec]) -> str:
+    """Identifies a tool set by content (order-insensitive)."""
+    joined = "\n".join(sorted(t.content_hash for t in tools))
+    return hashlib.sha256(joined.encode()).hexdigest()
+
+
+def _cached(fmt: str, tools: Sequence[ToolSpec], options: dict, builder) -> Constraint:
+    if not tools:
+        raise ConstraintError(f"cannot build a {fmt} constraint for an empty tool set")
+    names = [t.qualified_name for t in tools]
+    if len(set(names)) != len(names):
+        raise ConstraintError("duplicate function names in the tool set")
+    key = f"{fmt}\0{tools_hash(tools)}\0{json.dumps(options, sort_keys=True, default=str)}"
+    with _LOCK:
+        if key in _CACHE:
+            _STATS.cache_hits += 1
+            return _CACHE[key]
+    source = builder()
+    constraint = Constraint(kind="lark", source=source, name=f"{fmt.replace('_', '-')}")
+    with _LOCK:
+        _CACHE[key] = constraint
+        _STATS.builds += 1
+        _STATS.by_format[fmt] = _STATS.by_format.get(fmt, 0) + 1
+    return constraint
+
+
+def _render(fmt: str, **values: str) -> str:
+    text = (GRAMMARS_DIR / TEMPLATES[fmt]).read_text(encoding="utf-8")
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    try:
+        return string.Template(body).substitute(values)
+    except (KeyError, ValueError) as exc:
+        raise ConstraintError(f"grammar template {TEMPLATES[fmt]} is broken: {exc}") from exc
+
+
+def _args_rules(rules: LarkRules, tools: Sequence[ToolSpec], prefix: str,
+                head) -> list[str]:
+    """One rule per tool: `head(tool)` literal followed by the tool's own argument object."""
+    names = []
+    for i, tool in enumerate(tools):
+        rules.root = tool.parameters
+        args = rules.value(tool.parameters, 0, None, f"tool{i}")
+        if args is None:
+            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+        names.append(rules.define(f"{prefix}_{i}", head(tool, args)))
+    return names
+
+
+def _bounded_text(rules: LarkRules, n: int, *, newline: bool = False) -> str:
+    char = r"[^\x00-\x08\x0b-\x1f]" if newline else r"[^\n\x00-\x1f]"
+    return f"/[^\\s]{char}{{0,{max(n - 1, 0)}}}/"
+
+
+def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
+                    reasoning_chars: int = 0, bounds: Bounds = Bounds()) -> Constraint:
+    """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field."""
+    options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds}
+
+    def build() -> str:
+        rules = LarkRules(bounds)
+        heads = _args_rules(rules, tools, "call", lambda t, a: _call_object(
+            "function", t.qualified_name, "args", a))
+        reasoning = (f'"\\"reasoning\\": " {rules.string(reasoning_chars, 1)} ", "'
+                     if reasoning_chars else "")
+        subtasks = f'call (", " call){{0,{max_steps - 1}}}' if max_steps > 1 else "call"
+        return _render("sequential", reasoning=reasoning, input=rules.string(bounds.max_text),
+                       subtasks=subtasks, calls=" | ".join(heads), rules=rules.render())
+
+    return _cached("sequential", tools, options, build)
+
+
+def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
+              reasoning_chars: int = 0, bounds: Bounds = Bounds()) -> Constraint:
+    """A call whose arguments may be calls (return type must fit), nested up to `depth`."""
+    if depth < 1:
+        raise ConstraintError("tree depth must be at least 1")
+    options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
+               "bounds": bounds}
+    bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
+    return _cached("tree", tools, options, lambda: _TreeBuilder(tools, depth, bounds,
+                                                                 reasoning_chars).build())
+
+
+class _TreeBuilder:
+    """Unrolls the recursion: call rules per level, a call may stand at level L only where
+    its return type fits and L <= depth."""
+
+    def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
+                 reasoning_chars: int) -> None:
+        self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
+        self.rules = LarkRules(bounds)
+        self._calls: dict[tuple[int, int], str] = {}
+        self._fits: dict[tuple[int, str], str | None] = {}
+
+    def build(self) -> str:
+        root = self.rules.define("call_1", " | ".join(self._call(1, i)
+                                                      for i in range(len(self.tools))))
+        start = (f'"{{\\"reasoning\\": " {self.rules.string(self.reasoning, 1)} '
+                 f'", \\"plan\\": " {root} "}}"' if self.reasoning else root)
+        return _render("tree", start=start, rules=self.rules.render())
+
+    def _call(self, level: int, i: int) -> str:
+        if (level, i) in self._calls:
+            return self._calls[(level, i)]
+        name = f"c{level}_{i}"
+        self._calls[(level, i)] = name
+        tool = self.tools[i]
+        params = tool.parameters
+
+        def hook(schema: Schema) -> str | None:
+            return None if schema is params else self._fit_rule(level + 1, schema, params)
+
+        self.rules.root = params
+        args = self.rules.value(params, 0, hook, f"L{level}")
+        if args is None:
+            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+        self.rules.define(name, _call_object("function", tool.qualified_name, "args", args))
+        return name
+
+    def _fit_rule(self, level: int, schema: Schema, root: Schema) -> str | None:
+        if level > self.depth:
+            return None
+        key = (level, json.dumps(schema, sort_keys=True, default=str))
+        if key not in self._fits:
+            self._fits[key] = None  # guard against self-reference while building
+            callees = [i for i, t in enumerate(self.tools) if fits(schema, t.returns, root)]
+            saved = self.rules.root
+            names = [self._call(level, i) for i in callees]
+            self.rules.root = saved
+            self._fits[key] = self.rules.add("fit", " | ".join(names)) if names else None
+        return self._fits[key]
+
+
+def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
+               allowed_finals: Sequence[str] | None = None,
+               bounds: Bounds = Bounds()) -> Constraint:
+    """`Thought: ...` then `Action: <tool>` + `Action Input: <its args>`, or `Final Answer: ...`."""
+    options = {"final_only": final_only, "finals": list(allowed_finals or []), "bounds": bounds}
+
+    def build() -> str:
+        rules = LarkRules(bounds)
+        heads = [] if final_only else _args_rules(rules, tools, "act", lambda t, a: (
+            f"{lit('Action: ' + t.qualified_name + chr(10) + 'Action Input: ')} {a}"))
+        actions = f"action: {' | '.join(heads)}" if heads else ""
+        if allowed_finals:
+            final = " | ".join(lit(" ".join(a.split())) for a in allowed_finals)
+        else:
+            final = _bounded_text(rules, bounds.max_text)
+        return _render("react", thought=_bounded_text(rules, bounds.max_text),
+                       step="final" if final_only else "(action | final)",
+                       actions=actions, final=final, rules=rules.render())
+
+    return _cached("react", tools, options, build)
+
+
+def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERMES,
+                   max_calls: int = 4, allow_answer: bool = True,
+                   bounds: Bounds = Bounds()) -> Constraint:
+    """One or more calls in `call_format` (parallel calls), or a plain-text answer."""
+    options = {"format": vars(call_format), "max_calls": max_calls, "answer": allow_answer,
+               "bounds": bounds}
+
+    def build() -> str:
+        rules = LarkRules(bounds)
+        heads = _args_rules(rules, tools, "body", lambda t, a: _call_object(
+            call_format.name_key, t.qualified_name, call_format.args_key, a))
+        calls = (f"call ({lit(call_format.separator)} call){{0,{max_calls - 1}}}"
+                 if max_calls > 1 else "call")
+        first = call_format.open[:1] or "<"
+        answer = f"/[^\\s{_rx_escape(first)}][^\\x00]{{0,{bounds.max_text - 1}}}/"
+        return _render("tool_call", start="calls | answer" if allow_answer else "calls",
+                       calls=calls, open=lit(call_format.open), close=lit(call_format.close),
+                       bodies=" | ".join(heads), answer=answer, rules=rules.render())
+
+    return _cached("tool_call", tools, options, build)
+
+
+def _call_object(name_key: str, name: str, args_key: str, args_rule: str) -> str:
+    """`{"<name_key>": "<name>", "<args_key>": <args>}` with the name fixed per tool."""
+    head = "{" + jtext(name_key) + ": " + jtext(name) + ", " + jtext(args_key) + ": "
+    return f"{lit(head)} {args_rule} {lit('}')}"
+
+
+def _rx_escape(ch: str) -> str:
+    return "\\" + ch if ch in "\\]^-[/" else ch

@@ -1,0 +1,267 @@
+"""JSON Schema (the subset tool signatures use) to bounded Lark rules for llguidance.
+
+Why our own emitter instead of `%json {...}`: llguidance's JSON numbers have unbounded
+digits and free-form values have unbounded depth, which is how a small model loops until
+`max_tokens` (DESIGN.md Trap 2). Here every repetition has a bound (`Bounds`), whitespace
+is fixed (`", "` and `": "`), and the tree-plan builder can put a nested call wherever a
+value of the right type may stand (the `hook`).
+
+Rules are memoised by (schema, depth, hook), so a tool set compiles to one rule per
+distinct argument type, not one per occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from localagent.errors import ConstraintError
+
+Schema = dict[str, Any]
+Hook = Callable[[Schema], "str | None"]
+"""Given a value's schema, the name of a rule that may also stand there (or None)."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Upper bounds on everything that repeats, so every output is finite and short."""
+
+    max_string: int = 120  # characters of a JSON string that has no smaller maxLength
+    max_digits: int = 15  # integer digits of a number
+    max_fraction: int = 6  # digits after the decimal point
+    max_items: int = 8  # items of an array that has no smaller maxItems
+    max_props: int = 6  # keys of a free-form object
+    max_depth: int = 3  # nesting of free-form JSON values and recursive $refs
+    max_text: int = 240  # characters of free text (thought, reasoning, answers)
+
+
+def lit(text: str) -> str:
+    """A Lark string literal for `text` (quotes, backslashes, unicode all survive)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def jtext(value: Any) -> str:
+    """The exact JSON text we emit for a constant value (compact separators)."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+class LarkRules:
+    """Accumulates named Lark rules; `value()` returns a Lark expression for a schema."""
+
+    def __init__(self, bounds: Bounds, root: Schema | None = None) -> None:
+        self.bounds = bounds
+        self.root: Schema = root or {}
+        self._rules: dict[str, str] = {}
+        self._by_key: dict[tuple[str, int, str], str | None] = {}
+        self._counter = 0
+
+    # --- rule bookkeeping -----------------------------------------------------------
+
+    def add(self, prefix: str, body: str) -> str:
+        self._counter += 1
+        name = f"{prefix}_{self._counter}"
+        self._rules[name] = body
+        return name
+
+    def define(self, name: str, body: str) -> str:
+        if name in self._rules:
+            raise ConstraintError(f"duplicate grammar rule {name}")
+        self._rules[name] = body
+        return name
+
+    def render(self) -> str:
+        return "\n".join(f"{name}: {body}" for name, body in self._rules.items())
+
+    # --- terminals --------------------------------------------------------------------
+
+    def string(self, max_len: int | None = None, min_len: int = 0) -> str:
+        n = min(max_len if max_len is not None else self.bounds.max_string,
+                self.bounds.max_string)
+        n = max(n, min_len)
+        char = r'(?:[^"\\\x00-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9a-fA-F]{4})'
+        return f'/"{char}{{{min_len},{n}}}"/'
+
+    def number(self, integer: bool, nonnegative: bool) -> str:
+        sign = "" if nonnegative else "-?"
+        digits = f"(?:0|[1-9][0-9]{{0,{self.bounds.max_digits - 1}}})"
+        frac = "" if integer else f"(?:\\.[0-9]{{1,{self.bounds.max_fraction}}})?"
+        return f"/{sign}{digits}{frac}/"
+
+    # --- values -----------------------------------------------------------------------
+
+    def value(self, schema: Schema, depth: int = 0, hook: Hook | None = None,
+              hook_tag: str = "") -> str | None:
+        """A Lark expression matching JSON values of `schema`, or None if none fits."""
+        key = (json.dumps(schema, sort_keys=True, default=str), depth, hook_tag)
+        if key in self._by_key:
+            return self._by_key[key]
+        self._by_key[key] = None  # recursion guard: a cycle at the same depth fits nothing
+        alts = self._alternatives(schema, depth, hook, hook_tag)
+        if hook is not None:
+            extra = hook(schema)
+            if extra:
+                alts.append(extra)
+        alts = list(dict.fromkeys(a for a in alts if a))
+        name = self.add("v", " | ".join(alts)) if alts else None
+        self._by_key[key] = name
+        return name
+
+    def _alternatives(self, schema: Schema, depth: int, hook: Hook | None,
+                      tag: str) -> list[str]:
+        if not isinstance(schema, dict):
+            return [] if schema is False else self._any(depth)
+        if "$ref" in schema:
+            if depth >= self.bounds.max_depth + 2:
+                return []
+            target = self._resolve(schema["$ref"])
+            merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+            return self._opt(self.value(merged, depth + 1, hook, tag))
+        if "const" in schema:
+            return [lit(jtext(schema["const"]))]
+        if "enum" in schema:
+            return [lit(jtext(v)) for v in schema["enum"]]
+        for combo in ("anyOf", "oneOf"):
+            if combo in schema:
+                base = {k: v for k, v in schema.items() if k != combo}
+                out: list[str] = []
+                for sub in schema[combo]:
+                    out += self._opt(self.value({**base, **sub}, depth, hook, tag))
+                return out
+        if "allOf" in schema:
+            merged = {k: v for k, v in schema.items() if k != "allOf"}
+            for sub in schema["allOf"]:
+                sub = self._resolve(sub["$ref"]) if "$ref" in sub else sub
+                merged = _merge(merged, sub)
+            return self._opt(self.value(merged, depth, hook, tag))
+        types = schema.get("type")
+        if isinstance(types, list):
+            out = []
+            for t in types:
+                out += self._opt(self.value({**schema, "type": t}, depth, hook, tag))
+            return out
+        return self._typed(schema, types, depth, hook, tag)
+
+    def _typed(self, schema: Schema, t: str | None, depth: int, hook: Hook | None,
+               tag: str) -> list[str]:
+        if t == "string":
+            return [self.string(schema.get("maxLength"), int(schema.get("minLength", 0)))]
+        if t in ("number", "integer"):
+            minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
+            nonneg = isinstance(minimum, (int, float)) and minimum >= 0
+            return [self.number(t == "integer", nonneg)]
+        if t == "boolean":
+            return ['"true"', '"false"']
+        if t == "null":
+            return ['"null"']
+        if t == "array":
+            return self._opt(self._array(schema, depth, hook, tag))
+        if t == "object":
+            return self._opt(self._object(schema, depth, hook, tag))
+        if t is None:
+            if "properties" in schema:
+                return self._opt(self._object(schema, depth, hook, tag))
+            if "items" in schema:
+                return self._opt(self._array(schema, depth, hook, tag))
+            return self._any(depth)
+        raise ConstraintError(f"unsupported JSON schema type {t!r}")
+
+    def _array(self, schema: Schema, depth: int, hook: Hook | None, tag: str) -> str | None:
+        if depth >= self.bounds.max_depth:
+            return '"[]"' if schema.get("minItems", 0) == 0 else None
+        item = self.value(schema.get("items", {}), depth + 1, hook, tag)
+        lo = int(schema.get("minItems", 0))
+        hi = min(int(schema.get("maxItems", self.bounds.max_items)), self.bounds.max_items)
+        if item is None or hi < lo:
+            return '"[]"' if lo == 0 else None
+        return self.add("arr", _repeat('"["', item, '", "', '"]"', lo, hi))
+
+    def _object(self, schema: Schema, depth: int, hook: Hook | None, tag: str) -> str | None:
+        props: dict[str, Schema] = schema.get("properties") or {}
+        if not props:
+            return self._free_object(schema, depth, hook, tag)
+        if depth >= self.bounds.max_depth + 2:
+            return None
+        required = [k for k in props if k in set(schema.get("required", []))]
+        optional = [k for k in props if k not in set(required)]
+        pairs: dict[str, str] = {}
+        for k in required + optional:
+            v = self.value(props[k], depth + 1, hook, tag)
+            if v is None and k in required:
+                return None
+            if v is not None:
+                pairs[k] = f"{lit(jtext(k) + ': ')} {v}"
+        return self.add("obj", _object_body(required, [k for k in optional if k in pairs],
+                                            pairs))
+
+    def _free_object(self, schema: Schema, depth: int, hook: Hook | None,
+                     tag: str) -> str | None:
+        if depth >= self.bounds.max_depth:
+            return '"{}"'
+        extra = schema.get("additionalProperties", {})
+        v = self.value(extra if isinstance(extra, dict) else {}, depth + 1, hook, tag)
+        if v is None or extra is False:
+            return '"{}"'
+        pair = self.add("kv", f'{self.string(40, 1)} ": " {v}')
+        return self.add("fobj", _repeat('"{"', pair, '", "', '"}"', 0, self.bounds.max_props))
+
+    def _any(self, depth: int) -> list[str]:
+        """Any JSON value, nested at most to the depth bound."""
+        scalars = [self.string(), self.number(False, False), '"true"', '"false"', '"null"']
+        if depth >= self.bounds.max_depth:
+            return scalars
+        inner = self.value({}, depth + 1)
+        assert inner is not None
+        arr = self.add("arr", _repeat('"["', inner, '", "', '"]"', 0, self.bounds.max_items))
+        pair = self.add("kv", f'{self.string(40, 1)} ": " {inner}')
+        obj = self.add("fobj", _repeat('"{"', pair, '", "', '"}"', 0, self.bounds.max_props))
+        return scalars + [arr, obj]
+
+    def _resolve(self, ref: str) -> Schema:
+        if not ref.startswith("#/"):
+            raise ConstraintError(f"unsupported $ref {ref!r} (only local refs)")
+        node: Any = self.root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(node, dict) or part not in node:
+                raise ConstraintError(f"unresolvable $ref {ref!r}")
+            node = node[part]
+        return node
+
+    @staticmethod
+    def _opt(name: str | None) -> list[str]:
+        return [name] if name else []
+
+
+def _merge(a: Schema, b: Schema) -> Schema:
+    out = {**a, **{k: v for k, v in b.items() if k not in ("properties", "required")}}
+    if "properties" in a or "properties" in b:
+        out["properties"] = {**a.get("properties", {}), **b.get("properties", {})}
+        out["required"] = list(dict.fromkeys(a.get("required", []) + b.get("required", [])))
+    return out
+
+
+def _repeat(open_: str, item: str, sep: str, close: str, lo: int, hi: int) -> str:
+    """`open item (sep item){lo-1,hi-1} close`, unrolled (no unbounded `*`)."""
+    if hi <= 0:
+        return f"{open_} {close}"
+    tail = f"({sep} {item})"
+    seq = f"{item}" + (f" {tail}{{{max(lo - 1, 0)},{hi - 1}}}" if hi > 1 else "")
+    return f"{open_} {seq} {close}" if lo >= 1 else f"{open_} ({seq})? {close}"
+
+
+def _object_body(required: list[str], optional: list[str], pairs: dict[str, str]) -> str:
+    """Properties in schema order, required first; each optional one may be left out."""
+    if required:
+        first = pairs[required[0]]
+        rest = [f'", " {pairs[k]}' for k in required[1:]]
+        rest += [f'(", " {pairs[k]})?' for k in optional]
+        return " ".join(['"{"', first, *rest, '"}"'])
+    if not optional:
+        return '"{}"'
+    alts = []
+    for i, k in enumerate(optional):
+        later = [f'(", " {pairs[j]})?' for j in optional[i + 1:]]
+        alts.append(" ".join([pairs[k], *later]))
+    return '"{" (' + " | ".join(alts) + ')? "}"'

@@ -1,0 +1,205 @@
+"""Turn generated text into plain data and validate it against the tools' schemas.
+
+The grammar guarantees the form when it is in force; these parsers are what guarantees it
+when it is not (unconstrained generation, a scripted model, a truncated output). A
+truncated output raises `TruncatedOutputError` (the planner retries), anything else that
+does not parse or validate raises `PlanValidationError` listing every problem: neither
+ever reaches the executor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localagent.errors import PlanValidationError, TruncatedOutputError
+from localagent.grammar.types import fits
+from localagent.llm.base import Completion
+from localagent.tools.spec import ToolSpec
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    function: str
+    args: dict[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class ParsedPlan:
+    """`plan` is plain JSON data: the sequential dict or the root call of a tree."""
+
+    plan: Any = field(hash=False)
+    reasoning: str | None = None
+
+
+@dataclass(frozen=True)
+class ReactStep:
+    thought: str
+    action: ToolCall | None = None
+    final_answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallTurn:
+    calls: tuple[ToolCall, ...] = ()
+    answer: str | None = None
+
+
+def ensure_complete(completion: Completion) -> str:
+    """The completion's text, or `TruncatedOutputError` if it hit max_tokens."""
+    if completion.truncated:
+        raise TruncatedOutputError(
+            f"output truncated at max_tokens ({completion.usage.completion_tokens} tokens): "
+            f"{completion.text[-60:]!r}",
+            hint="raise max_tokens or tighten the grammar bounds")
+    return completion.text
+
+
+# --- argument validation ------------------------------------------------------------------
+
+
+def _by_name(tools: Sequence[ToolSpec]) -> dict[str, ToolSpec]:
+    return {t.qualified_name: t for t in tools}
+
+
+def _schema_errors(schema: dict[str, Any], value: Any, root: dict[str, Any]) -> list[str]:
+    from jsonschema import Draft202012Validator
+
+    full = {**schema}
+    for defs in ("$defs", "definitions"):
+        if defs in root and defs not in full:
+            full[defs] = root[defs]
+    return [f"{'/'.join(map(str, e.absolute_path)) or 'value'}: {e.message}"
+            for e in Draft202012Validator(full).iter_errors(value)]
+
+
+def args_errors(tool: ToolSpec, args: Any, schema: dict[str, Any] | None = None) -> list[str]:
+    """Problems with `args` for `tool` (unknown keys always count, like the executor)."""
+    name = tool.qualified_name
+    schema = tool.parameters if schema is None else schema
+    if not isinstance(args, dict):
+        return [f"{name}: args must be an object"]
+    props = tool.parameters.get("properties", {})
+    problems = [f"{name}: unknown argument {k!r}" for k in args if k not in props]
+    problems += [f"{name}: {p}" for p in _schema_errors(schema, args, tool.parameters)
+                 if "Additional properties" not in p]
+    return problems
+
+
+def _call_of(node: Any, tools: dict[str, ToolSpec], where: str,
+             problems: list[str]) -> tuple[ToolSpec, dict[str, Any]] | None:
+    if not isinstance(node, dict) or set(node) != {"function", "args"}:
+        problems.append(f"{where}: expected {{\"function\": ..., \"args\": {{...}}}}")
+        return None
+    tool = tools.get(node["function"]) if isinstance(node["function"], str) else None
+    if tool is None:
+        problems.append(f"{where}: unknown function {node['function']!r}")
+        return None
+    if not isinstance(node["args"], dict):
+        problems.append(f"{where}: args of {tool.qualified_name} must be an object")
+        return None
+    return tool, node["args"]
+
+
+# --- JSON plans ---------------------------------------------------------------------------
+
+
+def _json_payload(text: str) -> Any:
+    """The one JSON object in `text`; a ```json fence and surrounding whitespace are allowed."""
+    body = text.strip()
+    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
+    if fence:
+        body = fence.group(1)
+    try:
+        value, end = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError as exc:
+        raise PlanValidationError(f"output is not JSON: {exc.msg} at {exc.pos}") from exc
+    if body[end:].strip():
+        raise PlanValidationError(f"extra text after the JSON: {body[end:end + 40]!r}")
+    return value
+
+
+def _split_reasoning(data: Any, key: str | None) -> tuple[Any, str | None]:
+    if isinstance(data, dict) and "reasoning" in data and isinstance(data["reasoning"], str):
+        rest = {k: v for k, v in data.items() if k != "reasoning"}
+        if key is not None:
+            return (rest.get(key) if set(rest) == {key} else rest), data["reasoning"]
+        return rest, data["reasoning"]
+    return data, None
+
+
+def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
+                     max_steps: int | None = None) -> ParsedPlan:
+    """`{"input": str, "subtasks": [{"function", "args"}...]}` (optionally with "reasoning")."""
+    plan, reasoning = _split_reasoning(_json_payload(text), None)
+    if not isinstance(plan, dict) or set(plan) != {"input", "subtasks"}:
+        raise PlanValidationError('plan must have exactly "input" and "subtasks"')
+    if not isinstance(plan["input"], str) or not isinstance(plan["subtasks"], list):
+        raise PlanValidationError('"input" must be a string and "subtasks" a list')
+    if not plan["subtasks"] or (max_steps is not None and len(plan["subtasks"]) > max_steps):
+        raise PlanValidationError(f"plan has {len(plan['subtasks'])} subtasks")
+    by_name, problems = _by_name(tools), []
+    for i, node in enumerate(plan["subtasks"]):
+        found = _call_of(node, by_name, f"subtasks[{i}]", problems)
+        if found:
+            problems += args_errors(*found)
+    if problems:
+        raise PlanValidationError("invalid plan: " + "; ".join(problems))
+    return ParsedPlan(plan=plan, reasoning=reasoning)
+
+
+def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4) -> ParsedPlan:
+    """A call tree `{"function", "args"}` whose args may be calls of fitting return type."""
+    plan, reasoning = _split_reasoning(_json_payload(text), "plan")
+    problems: list[str] = []
+    _check_tree(plan, _by_name(tools), 1, depth, "plan", problems)
+    if problems:
+        raise PlanValidationError("invalid plan: " + "; ".join(problems))
+    return ParsedPlan(plan=plan, reasoning=reasoning)
+
+
+def is_call(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"function", "args"} and isinstance(
+        value["function"], str)
+
+
+def _check_tree(node: Any, tools: dict[str, ToolSpec], level: int, depth: int, where: str,
+                problems: list[str]) -> None:
+    if level > depth:
+        problems.append(f"{where}: nested deeper than {depth}")
+        return
+    found = _call_of(node, tools, where, problems)
+    if not found:
+        return
+    tool, args = found
+    props = tool.parameters.get("properties", {})
+    nested = {k for k, v in args.items()
+              if is_call(v) or (isinstance(v, list) and any(is_call(x) for x in v))}
+    for key in nested:
+        _check_nested(args[key], props.get(key, {}), tool.parameters, tools, level, depth,
+                      f"{where}.{key}", problems)
+    # Nested positions were checked above; the rest of the object against the schema.
+    relaxed = {**tool.parameters,
+               "properties": {k: ({} if k in nested else s) for k, s in props.items()}}
+    problems += args_errors(tool, args, relaxed)
+
+
+def _check_nested(value: Any, schema: dict[str, Any], root: dict[str, Any],
+                  tools: dict[str, ToolSpec], level: int, depth: int, where: str,
+                  problems: list[str]) -> None:
+    """A call (or a list holding calls) standing where `schema` is expected."""
+    if is_call(value):
+        callee = tools.get(value["function"])
+        if callee is not None and not fits(schema, callee.returns, root):
+            problems.append(f"{where}: {callee.qualified_name} returns a type that does not fit")
+        _check_tree(value, tools, level + 1, depth, where, problems)
+        return
+    items = schema.get("items", {}) if isinstance(schema, dict) else {}
+    for i, item in enumerate(value):
+        if is_call(item):
+            _check_nested(item, items, root, tools, level, depth, f"{where}[{i}]", problems)
+        else:
+            problems += [f"{where}[{i}]: {e}" for e in _schema_errors(items, item, root)]

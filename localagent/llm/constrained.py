@@ -1,0 +1,293 @@
+"""Constraints compiled to llguidance matchers, applied as a llama.cpp logits processor.
+
+Why llguidance directly and not an Outlines generator: Outlines' `LlamaCpp.generate`
+resets the model after every call and throws the prompt cache away (DESIGN.md Trap 3).
+We compile a `Constraint` once per (constraint, tokenizer) into an `LLMatcher`, hand each
+generation a cheap copy wrapped in a `ConstrainedProcessor`, and the backend passes it to
+`Llama.create_completion(logits_processor=...)` itself, so the KV cache survives.
+
+Why the processor records its own failures: llama-cpp-python calls logits processors from
+a ctypes callback, where an exception is printed and swallowed and generation simply
+continues unconstrained (Trap 1). The processor counts its calls and keeps the first
+exception; `check_in_force` turns either symptom into a `ConstraintError` after the call.
+
+`matches(constraint, text)` checks a finished text against the same grammar without a
+model, through a byte-level tokenizer: planners and scripted-LLM tests use it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
+
+if TYPE_CHECKING:
+    import llama_cpp
+    import llguidance
+
+__all__ = [
+    "ConstrainedProcessor",
+    "CompileStats",
+    "compile_stats",
+    "grammar_for",
+    "matches",
+    "match_error",
+    "processor_for",
+    "tokenizer_for",
+]
+
+_LOCK = threading.Lock()
+_TOKENIZERS: dict[str, tuple[Any, Any]] = {}  # fingerprint -> (LLTokenizer, model kept alive)
+_MATCHERS: dict[tuple[str, str], Any] = {}  # (constraint key, fingerprint) -> pristine LLMatcher
+_BYTE_TOKENIZER: list[Any] = []
+
+
+@dataclass
+class CompileStats:
+    """Process-wide counters, so tests can check "compiled once" without timing anything."""
+
+    grammar_compilations: int = 0
+    tokenizer_builds: int = 0
+    cache_hits: int = 0
+
+
+_STATS = CompileStats()
+
+
+def compile_stats() -> CompileStats:
+    """A snapshot of the compile counters."""
+    return CompileStats(**vars(_STATS))
+
+
+def grammar_for(constraint: Constraint) -> str:
+    """The llguidance grammar text for a `Constraint` (not yet checked)."""
+    import llguidance
+
+    if constraint.kind == "json_schema":
+        # Compact, fixed separators: no free whitespace for a small model to loop in (Trap 2).
+        return llguidance.LLMatcher.grammar_from_json_schema(
+            constraint.source,
+            defaults={"whitespace_flexible": False, "item_separator": ", ",
+                      "key_separator": ": "},
+        )
+    if constraint.kind == "lark":
+        return llguidance.LLMatcher.grammar_from_lark(constraint.source)
+    if constraint.kind == "regex":
+        return llguidance.LLMatcher.grammar_from_regex(constraint.source)
+    raise ConstraintError(f"unknown constraint kind {constraint.kind!r}")
+
+
+def _compile(constraint: Constraint, tokenizer: llguidance.LLTokenizer) -> llguidance.LLMatcher:
+    import llguidance
+
+    grammar = grammar_for(constraint)
+    is_error, messages = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, tokenizer)
+    if is_error:
+        raise ConstraintError(
+            f"constraint {constraint.name or constraint.kind} does not compile: {messages[0]}",
+            hint="this is a bug in the grammar builder or a hostile tool schema",
+        )
+    matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
+    if matcher.is_error():
+        raise ConstraintError(f"constraint {constraint.name or constraint.kind} does not "
+                              f"compile: {matcher.get_error()}")
+    _STATS.grammar_compilations += 1
+    return matcher
+
+
+def _fingerprint(llama: llama_cpp.Llama) -> str:
+    """Identifies a tokenizer: the model file plus vocabulary size and special ids."""
+    payload = f"{llama.model_path}\0{llama.n_vocab()}\0{llama.token_eos()}\0{llama.token_bos()}"
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _stop_tokens(llama: llama_cpp.Llama) -> list[int]:
+    """EOS plus end-of-turn: either one ends a llama.cpp completion."""
+    import llama_cpp
+
+    vocab = llama._model.vocab
+    ids = [llama_cpp.llama_vocab_eos(vocab), llama_cpp.llama_vocab_eot(vocab)]
+    return sorted({i for i in ids if i >= 0})
+
+
+def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
+    """The llguidance tokenizer of a loaded model, built once per model file (~1 s).
+
+    The llguidance tokenizer calls back into llama.cpp's tokenizer through the model's
+    vocab pointer, so the cache also keeps that model object alive.
+    """
+    from llguidance.llamacpp import lltokenizer_from_vocab
+
+    key = _fingerprint(llama)
+    with _LOCK:
+        if key not in _TOKENIZERS:
+            model = llama._model
+            tok = lltokenizer_from_vocab(model.vocab, eos_token=_stop_tokens(llama))
+            _TOKENIZERS[key] = (tok, model)
+            _STATS.tokenizer_builds += 1
+        return key, _TOKENIZERS[key][0]
+
+
+def processor_for(constraint: Constraint, llama: llama_cpp.Llama) -> ConstrainedProcessor:
+    """A fresh processor for one generation; the grammar is compiled once per process.
+
+    Raises `ConstraintError` when the constraint does not compile.
+    """
+    key, tokenizer = tokenizer_for(llama)
+    cache_key = (constraint.key, key)
+    with _LOCK:
+        pristine = _MATCHERS.get(cache_key)
+        if pristine is None:
+            pristine = _compile(constraint, tokenizer)
+            _MATCHERS[cache_key] = pristine
+        else:
+            _STATS.cache_hits += 1
+        matcher = pristine.deep_copy()
+    return ConstrainedProcessor(matcher, tokenizer.vocab_size, constraint,
+                                eos_ids=list(tokenizer.eos_tokens))
+
+
+class ConstrainedProcessor:
+    """A llama-cpp-python `LogitsProcessor` that masks scores with an llguidance matcher.
+
+    llama-cpp-python calls it with the whole sequence so far (prompt included) and the
+    scores of the next position. The first call after `reset` remembers where the prompt
+    ends; later calls feed the newly generated tokens to the matcher before masking.
+    """
+
+    def __init__(self, matcher: Any, vocab_size: int, constraint: Constraint,
+                 *, eos_ids: list[int] | None = None) -> None:
+        self._matcher = matcher
+        self._eos = list(eos_ids or [])
+        self._vocab_size = vocab_size
+        self.constraint = constraint
+        self._bitmask = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
+        self._prompt_len: int | None = None
+        self._consumed = 0
+        self.calls = 0
+        self.error: BaseException | None = None
+
+    def reset(self) -> None:
+        """Start a new generation: matcher back to the start (the model keeps its KV cache)."""
+        self._matcher.reset()
+        self._prompt_len = None
+        self._consumed = 0
+        self.calls = 0
+        self.error = None
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        try:
+            return self._mask(input_ids, scores)
+        except BaseException as exc:  # noqa: BLE001 - the ctypes callback would swallow it
+            if self.error is None:
+                self.error = exc
+            return _only(scores, self._eos)
+
+    def _mask(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if self._prompt_len is None:
+            self._prompt_len = len(input_ids)
+        new = input_ids[self._prompt_len + self._consumed:]
+        if len(new):
+            tokens = [int(t) for t in new]
+            if not self._matcher.consume_tokens(tokens):
+                raise ConstraintError(f"generated token rejected by the grammar: "
+                                      f"{self._matcher.get_error()}")
+            self._consumed += len(tokens)
+        if self._matcher.is_error():
+            raise ConstraintError(f"grammar matcher failed: {self._matcher.get_error()}")
+        self._matcher.unsafe_compute_mask_ptr(
+            self._bitmask.ctypes.data_as(ctypes.c_void_p).value, self._bitmask.nbytes)
+        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
+        n = min(len(scores), self._vocab_size)
+        out = np.full_like(scores, -np.inf)
+        keep = allowed[:n].astype(bool)
+        out[:n][keep] = scores[:n][keep]
+        return out
+
+    @property
+    def accepting(self) -> bool:
+        """Whether the text generated so far is a complete match of the grammar."""
+        return bool(self._matcher.is_accepting())
+
+    def check_in_force(self, completion_tokens: int) -> None:
+        """Raise `ConstraintError` if the constraint was not really applied (Trap 1)."""
+        name = self.constraint.name or self.constraint.kind
+        if self.error is not None:
+            raise ConstraintError(
+                f"constraint {name} failed inside the logits processor: {self.error!r}")
+        if completion_tokens > 0 and self.calls == 0:
+            raise ConstraintError(
+                f"constraint {name} was not in force: {completion_tokens} tokens generated "
+                "but the logits processor never ran",
+                hint="pass the processor as logits_processor to create_completion")
+        if completion_tokens > self.calls:
+            raise ConstraintError(
+                f"constraint {name} masked only {self.calls} of {completion_tokens} tokens")
+
+
+def _only(scores: np.ndarray, ids: list[int]) -> np.ndarray:
+    """Scores that let only `ids` through (all -inf when empty): stops a broken run fast."""
+    out = np.full_like(scores, -np.inf)
+    for i in ids:
+        if 0 <= i < len(out):
+            out[i] = scores[i]
+    return out
+
+
+# --- model-free validation ----------------------------------------------------------------
+
+
+class _ByteTokenizer:
+    """One token per byte plus an EOS: lets a matcher check text without a model."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    special_token_ids = [256]
+
+    def __init__(self) -> None:
+        self.tokens = [bytes([i]) for i in range(256)] + [b"\xff<eos>"]
+
+    def __call__(self, text: bytes | str) -> list[int]:
+        return list(text.encode() if isinstance(text, str) else text)
+
+
+def _byte_tokenizer() -> llguidance.LLTokenizer:
+    import llguidance
+
+    with _LOCK:
+        if not _BYTE_TOKENIZER:
+            wrapper = llguidance.TokenizerWrapper(_ByteTokenizer())
+            _BYTE_TOKENIZER.append(llguidance.LLTokenizer(wrapper, slices=[]))
+        return _BYTE_TOKENIZER[0]
+
+
+def match_error(constraint: Constraint, text: str) -> str | None:
+    """None when `text` is a complete match of `constraint`, else why not (for messages)."""
+    tokenizer = _byte_tokenizer()
+    cache_key = (constraint.key, "bytes")
+    with _LOCK:
+        pristine = _MATCHERS.get(cache_key)
+        if pristine is None:
+            pristine = _compile(constraint, tokenizer)
+            _MATCHERS[cache_key] = pristine
+        matcher = pristine.deep_copy()
+    data = list(text.encode())
+    consumed = matcher.try_consume_tokens(data)
+    if consumed < len(data):
+        return f"text departs from the grammar at byte {consumed}: {text.encode()[consumed:consumed + 20]!r}"
+    if not matcher.is_accepting():
+        return "text is incomplete (the grammar expects more)"
+    return None
+
+
+def matches(constraint: Constraint, text: str) -> bool:
+    """Whether `text` is a complete, valid output for `constraint` (no model needed)."""
+    return match_error(constraint, text) is None
