@@ -101,7 +101,7 @@ def _args_rules(rules: LarkRules, tools: Sequence[ToolSpec], prefix: str,
     names = []
     for i, tool in enumerate(tools):
         rules.root = tool.parameters
-        args = rules.value(tool.parameters, 0, None, f"tool{i}")
+        args = rules.value(tool.parameters, 0, None, "")
         if args is None:
             raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
         names.append(rules.define(f"{prefix}_{i}", head(tool, args)))

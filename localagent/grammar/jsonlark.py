@@ -94,7 +94,10 @@ class LarkRules:
     def value(self, schema: Schema, depth: int = 0, hook: Hook | None = None,
               hook_tag: str = "") -> str | None:
         """A Lark expression matching JSON values of `schema`, or None if none fits."""
-        key = (json.dumps(schema, sort_keys=True, default=str), depth, hook_tag)
+        text = json.dumps(schema, sort_keys=True, default=str)
+        # A $ref means different things under different roots: key it by the root too.
+        scope = str(id(self.root)) if '"$ref"' in text else ""
+        key = (text, depth, hook_tag + scope)
         if key in self._by_key:
             return self._by_key[key]
         self._by_key[key] = None  # recursion guard: a cycle at the same depth fits nothing
@@ -181,8 +184,8 @@ class LarkRules:
         props: dict[str, Schema] = schema.get("properties") or {}
         if not props:
             return self._free_object(schema, depth, hook, tag)
-        if depth >= self.bounds.max_depth + 2:
-            return None
+        # Objects with declared properties are finite by construction (only $ref can
+        # recurse, and $ref depth is bounded), so no depth cut here: deep types compile.
         required = [k for k in props if k in set(schema.get("required", []))]
         optional = [k for k in props if k not in set(required)]
         pairs: dict[str, str] = {}
