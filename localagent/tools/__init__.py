@@ -1,0 +1,33 @@
+"""The tool kernel: `@tool`, plugins, prompt functions, built-ins and the registry.
+
+Names are imported lazily so `import localagent.tools` stays cheap for the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "Tool", "ToolRegistry", "ToolResult", "ToolSpec", "ToolError", "default_registry",
+    "openai_tools", "render_manual", "tool",
+]
+
+_WHERE = {
+    "tool": "localagent.tools.decorator",
+    "Tool": "localagent.tools.tool",
+    "ToolRegistry": "localagent.tools.registry",
+    "default_registry": "localagent.tools.registry",
+    "ToolSpec": "localagent.tools.spec",
+    "ToolResult": "localagent.tools.spec",
+    "ToolError": "localagent.tools.spec",
+    "render_manual": "localagent.tools.manual",
+    "openai_tools": "localagent.tools.manual",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(name)
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

@@ -55,6 +55,9 @@ class ToolError:
 
     kind: Literal["invalid_arguments", "unknown_function", "timeout", "exception", "unserializable"]
     message: str
+    # The exception behind the error, when there was one (kept for callers such as the CLI
+    # that map typed errors to exit codes); not part of equality or repr.
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""Describe functions to a model: a text manual for prompts, or OpenAI tool schemas.
+
+Both are rendered from the same `ToolSpec`s, so a prompt and a chat template never
+disagree about what a function takes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from localagent.tools.spec import ToolSpec
+
+HEADER = "[AVAILABLE FUNCTIONS]"
+FOOTER = "[END AVAILABLE FUNCTIONS]"
+
+
+def render_manual(specs: Sequence[ToolSpec]) -> str:
+    """The "[AVAILABLE FUNCTIONS]" manual: one block per function, args one per line.
+
+    Example block::
+
+        DemoPlugin.GetInvoice
+          description: Get the invoice amount (a number) of a company.
+          args:
+            - company (string, one of "A", "B", ...; required): The company's letter ...
+          returns: integer
+    """
+    blocks = [render_function(spec) for spec in specs]
+    return "\n\n".join([HEADER, *blocks, FOOTER])
+
+
+def render_function(spec: ToolSpec) -> str:
+    lines = [spec.qualified_name, f"  description: {spec.description or '(none)'}"]
+    properties: dict[str, Any] = spec.parameters.get("properties", {})
+    required = set(spec.parameters.get("required", []))
+    if properties:
+        lines.append("  args:")
+        for name, schema in properties.items():
+            lines.append(f"    - {render_arg(name, schema, name in required)}")
+    else:
+        lines.append("  args: none")
+    lines.append(f"  returns: {type_label(spec.returns) if spec.returns else 'unknown'}")
+    return "\n".join(lines)
+
+
+def render_arg(name: str, schema: dict[str, Any], required: bool) -> str:
+    facts = [type_label(schema)]
+    if required:
+        facts.append("required")
+    elif "default" in schema:
+        facts.append(f"default {json.dumps(schema['default'])}")
+    else:
+        facts.append("optional")
+    description = schema.get("description", "")
+    return f"{name} ({'; '.join(facts)})" + (f": {description}" if description else "")
+
+
+def type_label(schema: dict[str, Any]) -> str:
+    """A short human label for a JSON schema: 'string', 'list of number', 'one of "A", "B"'."""
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return f"exactly {json.dumps(schema['const'])}"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            options = [s for s in schema[key] if s.get("type") != "null"]
+            label = " or ".join(type_label(s) for s in options) or "null"
+            return f"{label} or null" if len(options) < len(schema[key]) else label
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return f"list of {type_label(items)}" if items else "list"
+    if kind == "object" and "properties" in schema:
+        fields = ", ".join(f"{k}: {type_label(v)}" for k, v in schema["properties"].items())
+        return f"object {{{fields}}}"
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    return kind or "any"
+
+
+def openai_tools(specs: Sequence[ToolSpec], *, separator: str = ".") -> list[dict[str, Any]]:
+    """OpenAI function-tool schemas; the function name is the qualified name.
+
+    OpenAI's own API restricts names to `[a-zA-Z0-9_-]`; pass `separator="_"` or `"-"`
+    for such a consumer (local chat templates accept the dot).
+    """
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": f"{spec.plugin}{separator}{spec.name}",
+                "description": spec.description,
+                "parameters": spec.parameters,
+            },
+        }
+        for spec in specs
+    ]
