@@ -59,18 +59,19 @@ def method_tools(instance: object, plugin_name: str) -> list[Tool]:
         if marker is None:
             continue
         tools.append(Tool.from_function(getattr(instance, attr), plugin=plugin_name))
-    return tools
+    return sorted(tools, key=lambda t: t.qualified_name)
 
 
 def module_function_tools(module: ModuleType, plugin_name: str) -> list[Tool]:
     """The module's own `@tool` functions (not ones it merely imported)."""
-    return [
+    tools = [
         Tool.from_function(obj, plugin=plugin_name)
-        for _, obj in sorted(vars(module).items())
+        for obj in vars(module).values()
         if inspect.isroutine(obj)
         and marker_of(obj) is not None
         and getattr(obj, "__module__", None) == module.__name__
     ]
+    return sorted(tools, key=lambda t: t.qualified_name)
 
 
 def module_plugin_tools(module: ModuleType, plugin_name: str) -> list[Tool]:
