@@ -63,7 +63,7 @@ def list_tools(
 def _table(specs: list[ToolSpec]) -> Any:
     from rich.table import Table
 
-    from localagent.tools.manual import render_arg, type_label
+    from localagent.tools.manual import arg_label, type_label
 
     table = Table(title=f"{len(specs)} functions", show_lines=True)
     for column in ("function", "kind", "arguments", "returns", "description"):
@@ -71,7 +71,7 @@ def _table(specs: list[ToolSpec]) -> Any:
     for spec in specs:
         required = set(spec.parameters.get("required", []))
         args = "\n".join(
-            render_arg(name, schema, name in required).split(": ", 1)[0]
+            arg_label(name, schema, name in required)
             for name, schema in spec.parameters.get("properties", {}).items()
         )
         returns = type_label(spec.returns) if spec.returns else "unknown"

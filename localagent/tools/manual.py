@@ -46,6 +46,13 @@ def render_function(spec: ToolSpec) -> str:
 
 
 def render_arg(name: str, schema: dict[str, Any], required: bool) -> str:
+    """`name (type; required): description`."""
+    description = schema.get("description", "")
+    return arg_label(name, schema, required) + (f": {description}" if description else "")
+
+
+def arg_label(name: str, schema: dict[str, Any], required: bool) -> str:
+    """`name (type; required)` or `name (type; default 1)`, without the description."""
     facts = [type_label(schema)]
     if required:
         facts.append("required")
@@ -53,8 +60,7 @@ def render_arg(name: str, schema: dict[str, Any], required: bool) -> str:
         facts.append(f"default {json.dumps(schema['default'])}")
     else:
         facts.append("optional")
-    description = schema.get("description", "")
-    return f"{name} ({'; '.join(facts)})" + (f": {description}" if description else "")
+    return f"{name} ({'; '.join(facts)})"
 
 
 def type_label(schema: dict[str, Any]) -> str:
