@@ -25,6 +25,10 @@ class Address(BaseModel):
     city: str = "Athens"
 
 
+class Opaque:
+    """Not a type pydantic can describe."""
+
+
 class Order(BaseModel):
     item: str
     quantity: int
@@ -209,14 +213,18 @@ def test_unsupported_signatures_fail_at_registration() -> None:
     def star(*args: int) -> int:
         return 0
 
-    class Opaque:
-        pass
-
     def opaque(x: Opaque) -> int:
         return 0
 
-    for func in (star, opaque):
-        with pytest.raises(PluginLoadError):
-            Tool.from_function(func, plugin="P")
+    with pytest.raises(PluginLoadError, match=r"\*args"):
+        Tool.from_function(star, plugin="P")
+    with pytest.raises(PluginLoadError, match="cannot derive a schema for P.opaque"):
+        Tool.from_function(opaque, plugin="P")
+
+    def local_type(x: LocalOnly) -> int:  # noqa: F821 - a name get_type_hints cannot resolve
+        return 0
+
+    with pytest.raises(PluginLoadError, match="cannot read the signature of P.local_type"):
+        Tool.from_function(local_type, plugin="P")
     with pytest.raises(PluginLoadError):
         tool(name="not valid")
