@@ -21,7 +21,7 @@ def _register() -> None:
     # Each group module adds itself to `app`; the import order is the help order.
     import importlib
 
-    for module in ("models", "generate", "tools", "retrieval", "run"):
+    for module in ("models", "generate", "tools", "retrieval", "run", "exec"):
         try:
             importlib.import_module(f"localagent.cli.{module}")
         except ModuleNotFoundError as exc:

@@ -1,0 +1,453 @@
+"""The one executor: runs call trees, sequential plans, single steps and batches of calls.
+
+Every planner ends here: tree and sequential plans run whole; ReAct and tool-calling loops
+call `run_call` / `run_calls` once per model turn. One place therefore owns concurrency,
+timeouts, budgets, the error policy and the trace.
+
+- A call's nested calls are evaluated first, concurrently (asyncio); the registry runs
+  blocking tools in their own threads, so the executor bounds how many calls are in
+  flight at once (`ExecutionPolicy.max_workers`).
+- Sequential plans follow Semantic Kernel: each step's output becomes `$input`; a step
+  whose function has an `input` parameter and does not set it receives it. Step k's
+  output is also `$k` / `#Ek`, and `$name` when the step names its output.
+- Tool problems (raised, timed out, unserialisable, bad arguments) are data: recorded in
+  the trace, and the run ends with an `ExecutionResult` whose `error` says why. Under
+  error policy "continue", calls that do not need the failed value still run. Running out
+  of the budget of calls or seconds always ends the run (`BudgetExceededError` as data).
+- Bad plans are bad input: `run_tree` / `run_sequential` validate first and raise
+  PlanValidationError before anything runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from localagent.errors import BudgetExceededError, RuntimeFailure
+from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
+from localagent.plan_check import schema_types
+from localagent.tools.spec import ToolError, ToolResult
+from localagent.trace import (
+    CallCancelled,
+    CallFinished,
+    CallSkipped,
+    CallStarted,
+    Event,
+    RunFinished,
+)
+
+if TYPE_CHECKING:
+    from localagent.tools.registry import ToolRegistry
+
+OnEvent = Callable[[Event], None]
+_GRACE = 1.0  # seconds past a call's timeout before the executor stops waiting itself
+
+
+@dataclass(frozen=True)
+class ExecutionPolicy:
+    """Limits of one executor. `None` means no limit.
+
+    The budget (`max_calls`, `max_seconds`) covers every run of one `Executor`, so a ReAct
+    loop that calls `run_call` per step shares it; create one executor per agent run.
+    """
+
+    call_timeout: float | None = 60.0
+    max_calls: int | None = 100
+    max_seconds: float | None = 600.0
+    on_error: Literal["stop", "continue"] = "stop"
+    max_workers: int = 8
+    max_depth: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+
+
+@dataclass(frozen=True)
+class RunError:
+    """Why a run (or a value inside it) has no result."""
+
+    kind: Literal["tool", "budget", "reference"]
+    message: str
+    function: str | None = None
+    call_id: int | None = None
+    path: str = ""
+    tool_error: ToolError | None = None
+
+    def exception(self) -> RuntimeFailure:
+        if self.kind == "budget":
+            return BudgetExceededError(self.message)
+        return RuntimeFailure(self.message)
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    """The value of a run, or the error that kept it from one, with the full trace.
+    `errors` lists every failure recorded (several under error policy "continue")."""
+
+    value: Any
+    error: RunError | None
+    events: tuple[Event, ...]
+    calls: int
+    seconds: float
+    errors: tuple[RunError, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Any:
+        """The value, or the run's error raised (BudgetExceededError / RuntimeFailure)."""
+        if self.error is not None:
+            raise self.error.exception()
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "value": self.value,
+            "error": None if self.error is None else _error_dict(self.error),
+            "errors": [_error_dict(e) for e in self.errors],
+            "calls": self.calls,
+            "seconds": round(self.seconds, 4),
+            "events": [e.to_dict() for e in self.events],
+        }
+
+
+def _error_dict(error: RunError) -> dict[str, Any]:
+    return {"kind": error.kind, "message": error.message, "function": error.function,
+            "call_id": error.call_id, "path": error.path}
+
+
+class _Failed(Exception):
+    """A value could not be computed; carries the error that explains it."""
+
+    def __init__(self, error: RunError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """A context entry whose producing call failed (error policy "continue")."""
+
+    error: RunError
+
+
+@dataclass
+class _Run:
+    """State of one run: its trace, results so far, and whether it must stop."""
+
+    on_event: OnEvent | None
+    context: dict[str, Any] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    errors: list[RunError] = field(default_factory=list)
+    calls: int = 0
+    fatal: RunError | None = None
+    in_flight: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def stop(self, error: RunError) -> None:
+        """End the run: later calls are skipped, calls in flight are cancelled."""
+        if self.fatal is None:
+            self.fatal = error
+            for task in self.in_flight:
+                task.cancel()
+
+
+class Executor:
+    """Runs plans and calls against one registry under one policy (see module docstring)."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: ExecutionPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.registry = registry
+        self.policy = policy or ExecutionPolicy()
+        self._clock = clock
+        self._ids = 0
+        self._calls_used = 0
+        self._budget_start: float | None = None
+        self._slots: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def reset_budget(self) -> None:
+        """Start counting calls and seconds afresh (e.g. for the next agent run)."""
+        self._calls_used = 0
+        self._budget_start = None
+
+    # --- public async API -------------------------------------------------------------
+
+    async def run(self, plan: SequentialPlan | TreePlan, *, on_event: OnEvent | None = None,
+                  validate_first: bool = True) -> ExecutionResult:
+        if isinstance(plan, TreePlan):
+            return await self.run_tree(plan, on_event=on_event, validate_first=validate_first)
+        return await self.run_sequential(plan, on_event=on_event, validate_first=validate_first)
+
+    async def run_tree(self, plan: TreePlan, *, on_event: OnEvent | None = None,
+                       validate_first: bool = True) -> ExecutionResult:
+        """Evaluate the tree bottom-up; its value is the root call's value."""
+        if validate_first:
+            validate(plan, self.registry, max_depth=self.policy.max_depth)
+        run = _Run(on_event)
+        return await self._finish(run, self._eval_call(plan.root, "root", None, run))
+
+    async def run_sequential(self, plan: SequentialPlan, *, on_event: OnEvent | None = None,
+                             validate_first: bool = True) -> ExecutionResult:
+        """Run the steps in order, piping outputs; the value is the last step's output."""
+        if validate_first:
+            validate(plan, self.registry, max_depth=self.policy.max_depth)
+        run = _Run(on_event, context={INPUT: plan.input})
+        return await self._finish(run, self._steps(plan, run))
+
+    async def run_call(self, call: Call, *, context: Mapping[str, Any] | None = None,
+                       on_event: OnEvent | None = None) -> ExecutionResult:
+        """One step of a ReAct / tool-calling loop. Not validated first: an unknown
+        function or bad arguments come back as the result's error, for the model to see.
+        `context` gives the values of references (`$name` -> context["name"])."""
+        run = _Run(on_event, context=dict(context or {}))
+        return await self._finish(run, self._eval_call(call, "call", None, run))
+
+    async def run_calls(self, calls: Sequence[Call], *, context: Mapping[str, Any] | None = None,
+                        on_event: OnEvent | None = None) -> tuple[ExecutionResult, ...]:
+        """A batch of independent calls (one model turn), run concurrently; one failing does
+        not cancel the others. Results are in the order of `calls`."""
+        runs = [self.run_call(c, context=context, on_event=on_event) for c in calls]
+        return tuple(await asyncio.gather(*runs))
+
+    # --- sync wrappers ----------------------------------------------------------------
+
+    def run_sync(self, plan: SequentialPlan | TreePlan, **kwargs: Any) -> ExecutionResult:
+        return _run_sync(self.run(plan, **kwargs))
+
+    def run_tree_sync(self, plan: TreePlan, **kwargs: Any) -> ExecutionResult:
+        return _run_sync(self.run_tree(plan, **kwargs))
+
+    def run_sequential_sync(self, plan: SequentialPlan, **kwargs: Any) -> ExecutionResult:
+        return _run_sync(self.run_sequential(plan, **kwargs))
+
+    def run_call_sync(self, call: Call, **kwargs: Any) -> ExecutionResult:
+        return _run_sync(self.run_call(call, **kwargs))
+
+    def run_calls_sync(self, calls: Sequence[Call], **kwargs: Any) -> tuple[ExecutionResult, ...]:
+        return _run_sync(self.run_calls(calls, **kwargs))
+
+    # --- evaluation -------------------------------------------------------------------
+
+    async def _finish(self, run: _Run, work: Any) -> ExecutionResult:
+        start = self._clock()
+        if self._budget_start is None:
+            self._budget_start = start
+        value, error = None, None
+        try:
+            value = await work
+        except _Failed as failed:
+            error = run.fatal or failed.error
+        seconds = self._clock() - start
+        run.emit(RunFinished(ok=error is None, result=value,
+                             error=None if error is None else error.message,
+                             calls=run.calls, seconds=seconds, at=self._clock()))
+        return ExecutionResult(value=value, error=error, events=tuple(run.events),
+                               calls=run.calls, seconds=seconds, errors=tuple(run.errors))
+
+    async def _steps(self, plan: SequentialPlan, run: _Run) -> Any:
+        value: Any = plan.input
+        for i, step in enumerate(plan.steps):
+            call = step.call
+            if INPUT not in call.args and self._has_param(call.function, INPUT):
+                call = Call(function=call.function, args={**call.args, INPUT: Ref(name=INPUT)})
+            try:
+                value = await self._eval_call(call, f"subtasks[{i}]", None, run)
+            except _Failed as failed:
+                if run.fatal is not None:
+                    raise
+                value = _Missing(failed.error)
+            names = [INPUT, str(i + 1)] + ([step.output] if step.output else [])
+            run.context.update({name: value for name in names})
+        if isinstance(value, _Missing):
+            raise _Failed(value.error)
+        return value
+
+    async def _eval_call(self, call: Call, path: str, parent_id: int | None, run: _Run) -> Any:
+        call_id = self._next_id()
+        names = list(call.args)
+        outcomes = await asyncio.gather(
+            *(self._eval_arg(call.args[n], f"{path}.args.{n}", call_id, run) for n in names),
+            return_exceptions=True,
+        )
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        for outcome in failures:
+            if not isinstance(outcome, _Failed):
+                raise outcome
+        if failures:
+            first = failures[0].error  # type: ignore[attr-defined]
+            reason = (f"run stopped: {run.fatal.message}" if run.fatal
+                      else f"an argument failed: {first.message}")
+            run.emit(CallSkipped(call.function, reason, self._clock(), parent_id, path))
+            raise _Failed(first)
+        args = self._fit_strings(call, dict(zip(names, outcomes)))
+        return await self._invoke(call.function, args, call_id, parent_id, path, run)
+
+    async def _eval_arg(self, arg: Any, path: str, parent_id: int, run: _Run) -> Any:
+        if isinstance(arg, Call):
+            return await self._eval_call(arg, path, parent_id, run)
+        if isinstance(arg, Ref):
+            return self._lookup(arg, run)
+        if isinstance(arg, Value):
+            return arg.value
+        if isinstance(arg, tuple):
+            items = await asyncio.gather(
+                *(self._eval_arg(a, f"{path}[{i}]", parent_id, run) for i, a in enumerate(arg)),
+                return_exceptions=True,
+            )
+            for item in items:
+                if isinstance(item, BaseException):
+                    raise item
+            return list(items)
+        return arg
+
+    def _lookup(self, ref: Ref, run: _Run) -> Any:
+        if ref.name not in run.context:
+            raise _Failed(RunError("reference", f"reference {ref} has no value"))
+        value = run.context[ref.name]
+        if isinstance(value, _Missing):
+            raise _Failed(value.error)
+        return value
+
+    async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
+                      parent_id: int | None, path: str, run: _Run) -> Any:
+        async with self._slot():
+            timeout, budget_limited = self._admit(function, path, parent_id, run)
+            run.emit(CallStarted(call_id, parent_id, function, args, self._clock(), path))
+            started = self._clock()
+            task = asyncio.ensure_future(self._ainvoke(function, args, timeout))
+            run.in_flight.add(task)
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                if run.fatal is None or not task.cancelled():
+                    raise  # cancelled from outside the run: not ours to swallow
+                run.emit(CallCancelled(call_id, parent_id, function, run.fatal.message,
+                                       self._clock() - started, self._clock(), path))
+                raise _Failed(run.fatal) from None
+            finally:
+                run.in_flight.discard(task)
+        seconds = self._clock() - started
+        error = result.error or _serialisation_error(result.value)
+        run.emit(CallFinished(call_id, parent_id, function, args,
+                              None if error else result.value, error, seconds,
+                              self._clock(), path))
+        if error is None:
+            return result.value
+        return self._fail(function, call_id, path, error, budget_limited, run)
+
+    async def _ainvoke(self, function: str, args: dict[str, Any], timeout: float | None
+                       ) -> ToolResult:
+        guard = None if timeout is None else timeout + _GRACE
+        try:
+            return await asyncio.wait_for(
+                self.registry.ainvoke(function, args, timeout=timeout), guard)
+        except asyncio.TimeoutError:
+            message = f"no result within {timeout:g} s"
+            return ToolResult(function, args, error=ToolError("timeout", message))
+
+    def _admit(self, function: str, path: str, parent_id: int | None, run: _Run
+               ) -> tuple[float | None, bool]:
+        """Take one call from the budget; (timeout for it, whether the seconds budget is
+        what limits that timeout). Stops the run when the budget is spent."""
+        policy = self.policy
+        problem = None
+        if run.fatal is not None:
+            problem = run.fatal
+        elif policy.max_calls is not None and self._calls_used >= policy.max_calls:
+            problem = RunError("budget", f"budget of {policy.max_calls} calls exceeded",
+                               function, None, path)
+        remaining = None
+        if policy.max_seconds is not None and self._budget_start is not None:
+            remaining = policy.max_seconds - (self._clock() - self._budget_start)
+            if remaining <= 0 and problem is None:
+                problem = RunError("budget", f"budget of {policy.max_seconds:g} s exceeded",
+                                   function, None, path)
+        if problem is not None:
+            run.stop(problem)
+            run.emit(CallSkipped(function, f"run stopped: {problem.message}", self._clock(),
+                                 parent_id, path))
+            raise _Failed(problem)
+        self._calls_used += 1
+        run.calls += 1
+        timeout = policy.call_timeout
+        if remaining is not None and (timeout is None or remaining < timeout):
+            return remaining, True
+        return timeout, False
+
+    def _fail(self, function: str, call_id: int, path: str, error: ToolError,
+              budget_limited: bool, run: _Run) -> Any:
+        if budget_limited and error.kind == "timeout":
+            failure = RunError("budget", f"budget of {self.policy.max_seconds:g} s exceeded "
+                               f"while {function} ran", function, call_id, path, error)
+            run.errors.append(failure)
+            run.stop(failure)
+            raise _Failed(failure)
+        failure = RunError("tool", f"{function} failed ({error.kind}): {error.message}",
+                           function, call_id, path, error)
+        run.errors.append(failure)
+        if self.policy.on_error == "stop":
+            run.stop(failure)
+        raise _Failed(failure)
+
+    def _fit_strings(self, call: Call, args: dict[str, Any]) -> dict[str, Any]:
+        """A computed scalar passed to a string parameter becomes text (SK's string context)."""
+        if call.function not in self.registry:
+            return args
+        params = self.registry.spec(call.function).parameters.get("properties", {})
+        for name, value in args.items():
+            computed = isinstance(call.args.get(name), (Call, Ref))
+            scalar = isinstance(value, (int, float, bool))
+            if computed and scalar and schema_types(params.get(name, {})) == {"string"}:
+                args[name] = json.dumps(value) if isinstance(value, bool) else str(value)
+        return args
+
+    def _has_param(self, function: str, name: str) -> bool:
+        if function not in self.registry:
+            return False
+        return name in self.registry.spec(function).parameters.get("properties", {})
+
+    def _slot(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._slots:
+            self._slots[loop] = asyncio.Semaphore(self.policy.max_workers)
+        return self._slots[loop]
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+
+def _serialisation_error(value: Any) -> ToolError | None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return ToolError("unserializable", f"{type(value).__name__} is not JSON ({exc})")
+    return None
+
+
+def _run_sync(work: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    work.close()
+    raise RuntimeError("an event loop is running here: await the async method instead")
