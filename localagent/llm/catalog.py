@@ -81,11 +81,11 @@ class Catalog:
             return self.entries[name]
         except KeyError:
             close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.4)
-            hint = (f"did you mean {', '.join(close)}?" if close
-                    else f"known models: {', '.join(self.names())}")
+            known = (f"did you mean {', '.join(close)}?" if close
+                     else f"known models: {', '.join(self.names())}")
             raise ModelNotFoundError(
-                f"unknown model {name!r}: not in the catalog and not a .gguf path",
-                hint=hint) from None
+                f"unknown model {name!r}: not in the catalog and not a .gguf path; {known}",
+                hint="`localagent models list` shows the catalog") from None
 
     def default_entry(self) -> CatalogEntry:
         return self.get(self.default)

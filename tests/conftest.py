@@ -1,0 +1,78 @@
+"""Shared fixtures: real models loaded once per session, and an isolated LOCALAGENT_HOME.
+
+Real-model fixtures are session-scoped because loading costs ~0.5 s and the KV cache is
+per model: a test that depends on an empty cache must call `llm.reset_cache()` itself.
+Model files are assembled (once, verified) into the shared models directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b-instruct"
+SMOL_MODEL = "smollm2-135m-instruct"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Tests never touch the user's ~/.localagent (the models dir is shared on purpose)."""
+    home = tmp_path_factory.mktemp("localagent-home")
+    saved = {k: os.environ.get(k) for k in ("LOCALAGENT_HOME", "LOCALAGENT_CATALOG",
+                                            "LOCALAGENT_MODEL")}
+    os.environ["LOCALAGENT_HOME"] = str(home)
+    os.environ.pop("LOCALAGENT_CATALOG", None)
+    os.environ.pop("LOCALAGENT_MODEL", None)
+    yield home
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def default_llm():  # -> LlamaCppLLM
+    """The real default model (Qwen2.5-Coder-0.5B-Instruct), greedy, loaded once."""
+    from localagent.llm import load_llm
+
+    llm = load_llm(DEFAULT_MODEL)
+    yield llm
+    llm.close()
+
+
+@pytest.fixture(scope="session")
+def smol_llm():  # -> LlamaCppLLM
+    """SmolLM2-135M-Instruct (extra `smollm2`, part of `dev`), greedy, loaded once."""
+    from localagent.llm import load_llm
+
+    llm = load_llm(SMOL_MODEL)
+    yield llm
+    llm.close()
+
+
+@pytest.fixture(scope="session")
+def default_model_path() -> Path:
+    """The assembled, verified GGUF of the default model."""
+    from localagent.llm import ensure_model, load_catalog
+
+    return ensure_model(load_catalog().get(DEFAULT_MODEL))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None,
+            prefix: tuple[str, ...] = (), timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `localagent ARGS` in a fresh interpreter, as a user would (real exit codes,
+    real stderr)."""
+    full_env = {**os.environ, **(env or {})}
+    script = Path(sys.executable).parent / "localagent"
+    entry = [str(script)] if script.is_file() else [
+        sys.executable, "-c", "from localagent.cli import app; app(prog_name='localagent')"]
+    cmd = [*prefix, *entry, *args]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, env=full_env, cwd=REPO,
+                          timeout=timeout)
