@@ -26,9 +26,12 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from localagent.errors import BudgetExceededError, RuntimeFailure
+from typing_extensions import assert_never
+
+from localagent.budget import Budget, BudgetSpent
+from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
 from localagent.plan_check import schema_types
 from localagent.tools.spec import ToolError, ToolResult
@@ -44,84 +47,10 @@ from localagent.trace import (
 if TYPE_CHECKING:
     from localagent.tools.registry import ToolRegistry
 
+__all__ = ["ExecutionPolicy", "ExecutionResult", "Executor", "OnEvent", "RunError"]
+
 OnEvent = Callable[[Event], None]
 _GRACE = 1.0  # seconds past a call's timeout before the executor stops waiting itself
-
-
-@dataclass(frozen=True)
-class ExecutionPolicy:
-    """Limits of one executor. `None` means no limit.
-
-    The budget (`max_calls`, `max_seconds`) covers every run of one `Executor`, so a ReAct
-    loop that calls `run_call` per step shares it; create one executor per agent run.
-    """
-
-    call_timeout: float | None = 60.0
-    max_calls: int | None = 100
-    max_seconds: float | None = 600.0
-    on_error: Literal["stop", "continue"] = "stop"
-    max_workers: int = 8
-    max_depth: int = 4
-
-    def __post_init__(self) -> None:
-        if self.max_workers < 1:
-            raise ValueError("max_workers must be at least 1")
-
-
-@dataclass(frozen=True)
-class RunError:
-    """Why a run (or a value inside it) has no result."""
-
-    kind: Literal["tool", "budget", "reference"]
-    message: str
-    function: str | None = None
-    call_id: int | None = None
-    path: str = ""
-    tool_error: ToolError | None = None
-
-    def exception(self) -> RuntimeFailure:
-        if self.kind == "budget":
-            return BudgetExceededError(self.message)
-        return RuntimeFailure(self.message)
-
-
-@dataclass(frozen=True)
-class ExecutionResult:
-    """The value of a run, or the error that kept it from one, with the full trace.
-    `errors` lists every failure recorded (several under error policy "continue")."""
-
-    value: Any
-    error: RunError | None
-    events: tuple[Event, ...]
-    calls: int
-    seconds: float
-    errors: tuple[RunError, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    def unwrap(self) -> Any:
-        """The value, or the run's error raised (BudgetExceededError / RuntimeFailure)."""
-        if self.error is not None:
-            raise self.error.exception()
-        return self.value
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "value": self.value,
-            "error": None if self.error is None else _error_dict(self.error),
-            "errors": [_error_dict(e) for e in self.errors],
-            "calls": self.calls,
-            "seconds": round(self.seconds, 4),
-            "events": [e.to_dict() for e in self.events],
-        }
-
-
-def _error_dict(error: RunError) -> dict[str, Any]:
-    return {"kind": error.kind, "message": error.message, "function": error.function,
-            "call_id": error.call_id, "path": error.path}
 
 
 class _Failed(Exception):
@@ -178,24 +107,26 @@ class Executor:
         self.policy = policy or ExecutionPolicy()
         self._clock = clock
         self._ids = 0
-        self._calls_used = 0
-        self._budget_start: float | None = None
+        self.budget = Budget(self.policy.max_calls, self.policy.max_seconds, clock)
         self._slots: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
 
     def reset_budget(self) -> None:
         """Start counting calls and seconds afresh (e.g. for the next agent run)."""
-        self._calls_used = 0
-        self._budget_start = None
+        self.budget.reset()
 
     # --- public async API -------------------------------------------------------------
 
     async def run(self, plan: SequentialPlan | TreePlan, *, on_event: OnEvent | None = None,
                   validate_first: bool = True) -> ExecutionResult:
+        """Run either kind of plan (validated first unless told otherwise)."""
         if isinstance(plan, TreePlan):
             return await self.run_tree(plan, on_event=on_event, validate_first=validate_first)
-        return await self.run_sequential(plan, on_event=on_event, validate_first=validate_first)
+        if isinstance(plan, SequentialPlan):
+            return await self.run_sequential(plan, on_event=on_event,
+                                             validate_first=validate_first)
+        assert_never(plan)
 
     async def run_tree(self, plan: TreePlan, *, on_event: OnEvent | None = None,
                        validate_first: bool = True) -> ExecutionResult:
@@ -249,8 +180,7 @@ class Executor:
 
     async def _finish(self, run: _Run, work: Any) -> ExecutionResult:
         start = self._clock()
-        if self._budget_start is None:
-            self._budget_start = start
+        self.budget.start()
         value, error = None, None
         try:
             value = await work
@@ -366,32 +296,21 @@ class Executor:
 
     def _admit(self, function: str, path: str, parent_id: int | None, run: _Run
                ) -> tuple[float | None, bool]:
-        """Take one call from the budget; (timeout for it, whether the seconds budget is
-        what limits that timeout). Stops the run when the budget is spent."""
-        policy = self.policy
-        problem = None
-        if run.fatal is not None:
-            problem = run.fatal
-        elif policy.max_calls is not None and self._calls_used >= policy.max_calls:
-            problem = RunError("budget", f"budget of {policy.max_calls} calls exceeded",
-                               function, None, path)
-        remaining = None
-        if policy.max_seconds is not None and self._budget_start is not None:
-            remaining = policy.max_seconds - (self._clock() - self._budget_start)
-            if remaining <= 0 and problem is None:
-                problem = RunError("budget", f"budget of {policy.max_seconds:g} s exceeded",
-                                   function, None, path)
+        """Take one call from the budget: (its timeout, whether the seconds budget is what
+        limits that timeout). Stops the run when it has stopped or the budget is spent."""
+        problem = run.fatal
+        if problem is None:
+            try:
+                admitted = self.budget.take(self.policy.call_timeout)
+            except BudgetSpent as spent:
+                problem = RunError("budget", str(spent), function, None, path)
         if problem is not None:
             run.stop(problem)
             run.emit(CallSkipped(function, f"run stopped: {problem.message}", self._clock(),
                                  parent_id, path))
             raise _Failed(problem)
-        self._calls_used += 1
         run.calls += 1
-        timeout = policy.call_timeout
-        if remaining is not None and (timeout is None or remaining < timeout):
-            return remaining, True
-        return timeout, False
+        return admitted
 
     def _fail(self, function: str, call_id: int, path: str, error: ToolError,
               budget_limited: bool, run: _Run) -> Any:

@@ -379,3 +379,10 @@ async def _inside_a_loop(executor: Executor) -> Any:
 def test_async_api_and_sync_wrapper_inside_a_loop() -> None:
     executor, _ = make()
     assert asyncio.run(_inside_a_loop(executor)) == "hello"
+
+
+def test_policy_rejects_impossible_limits() -> None:
+    from localagent.errors import UsageError
+
+    with pytest.raises(UsageError, match="max_workers, call_timeout must be positive"):
+        ExecutionPolicy(max_workers=0, call_timeout=0)
