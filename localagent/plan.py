@@ -254,11 +254,23 @@ def plan_from_json(text: str) -> SequentialPlan | TreePlan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlanProblemsError([f"plan: not valid JSON ({exc})"]) from None
+    except RecursionError:
+        raise PlanProblemsError([_TOO_DEEP]) from None
     return plan_from_dict(data)
 
 
 def plan_from_dict(data: Any) -> SequentialPlan | TreePlan:
     """Accept the typed form (`kind` present) or the raw sequential / tree form."""
+    try:
+        return _plan_from_dict(data)
+    except RecursionError:  # far beyond any depth limit; Python's own limit was hit
+        raise PlanProblemsError([_TOO_DEEP]) from None
+
+
+_TOO_DEEP = "plan: nested too deeply to read"
+
+
+def _plan_from_dict(data: Any) -> SequentialPlan | TreePlan:
     problems: list[str] = []
     if not isinstance(data, dict):
         raise PlanProblemsError([f"plan: must be a JSON object, got {_type_name(data)}"])
@@ -359,6 +371,8 @@ def _raw_arg(raw: Any, path: str, problems: list[str]) -> Any:
 def _pydantic_problems(exc: ValidationError, prefix: str = "") -> list[str]:
     problems = []
     for err in exc.errors(include_url=False):
+        if err["type"] in ("recursion_loop", "recursion_depth_exceeded"):
+            return [_TOO_DEEP]
         parts = [prefix] if prefix else []
         for loc in err["loc"]:
             if isinstance(loc, int):

@@ -277,3 +277,20 @@ def test_depth_beyond_the_limit(registry: ToolRegistry) -> None:
         "limit of 4 calls")
     ]
     validate(plan, registry, max_depth=5)
+
+
+def test_absurdly_deep_json_is_a_plan_error_not_a_crash() -> None:
+    deep = '{"function": "A.b", "args": {"x": ' * 5000 + "1" + "}}" * 5000
+    with pytest.raises(PlanValidationError, match="nested too deeply"):
+        plan_from_json(deep)
+    node: dict[str, Any] = {"function": "A.b", "args": {}}
+    for _ in range(3000):
+        node = {"function": "A.b", "args": {"x": node}}
+    with pytest.raises(PlanValidationError, match="nested too deeply"):
+        plan_from_dict(node)
+    node = {"function": "A.b", "args": {}}
+    for _ in range(300):  # readable by Python, too deep for pydantic's validator
+        node = {"function": "A.b", "args": {"x": node}}
+    with pytest.raises(PlanValidationError) as info:
+        plan_from_dict(node)
+    assert info.value.problems == ("plan: nested too deeply to read",)  # type: ignore[attr-defined]
