@@ -117,8 +117,10 @@ def test_text_and_time_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert registry.invoke("TimePlugin.today", {}).value == "2025-02-27"
     assert registry.invoke("TimePlugin.now", {}).value.startswith("2025-02-27T")
     assert registry.invoke("TimePlugin.add_days", {"days": "2"}).value == "2025-03-01"
-    assert registry.invoke("TimePlugin.add_days",
-                           {"days": -1, "date": "2024-03-01"}).value == "2024-02-29"
+    assert (
+        registry.invoke("TimePlugin.add_days", {"days": -1, "date": "2024-03-01"}).value
+        == "2024-02-29"
+    )
 
 
 def test_example_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,12 +130,18 @@ def test_example_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert registry.invoke("DemoPlugin.Diff", {"value1": 20000, "value2": 1500}).value == 18500
     assert registry.invoke("DemoPlugin.Total", {"value1": 2000, "value2": 1500}).value == 3500
     age = registry.invoke("PersonalAssistant.GetPersonAge", {"name": "Furina"}).value
-    assert registry.invoke("MathPlugin.Calculator",
-                           {"expression": f"{age}**0.43"}).value == pytest.approx(3.2944, abs=1e-4)
+    assert registry.invoke(
+        "MathPlugin.Calculator", {"expression": f"{age}**0.43"}
+    ).value == pytest.approx(3.2944, abs=1e-4)
     unknown = registry.invoke("PersonalAssistant.GetPerson", {"name": "Zed"})
     assert unknown.error is not None and "Furina" in unknown.error.message
-    assert registry.invoke("CurrencyPlugin.ConvertCurrency",
-                           {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}).value == 108.0
+    assert (
+        registry.invoke(
+            "CurrencyPlugin.ConvertCurrency",
+            {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
+        ).value
+        == 108.0
+    )
     monkeypatch.setenv("LOCALAGENT_WEATHER", "rain")
     assert registry.invoke("WeatherPlugin.DidItRainToday", {"city": "Athens"}).value is True
     monkeypatch.setenv("LOCALAGENT_WEATHER", "dry")

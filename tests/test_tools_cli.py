@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+
 from localagent.samples import PROMPT_PLUGINS_DIR
 
 WIDE = {"COLUMNS": "250"}
@@ -29,7 +29,8 @@ def assert_one_line_error(result, *needles: str, code: int = 2) -> None:
 @pytest.fixture
 def plugin_file(tmp_path: Path) -> Path:
     path = tmp_path / "shop_tools.py"
-    path.write_text(textwrap.dedent('''
+    path.write_text(
+        textwrap.dedent('''
         from localagent import tool
 
         class Shop:
@@ -42,16 +43,29 @@ def plugin_file(tmp_path: Path) -> Path:
         def tags(values: list[str]) -> int:
             """Count tags."""
             return len(values)
-    '''))
+    ''')
+    )
     return path
 
 
 def test_list_shows_builtins_examples_and_plugins(plugin_file: Path) -> None:
-    r = run_cli("tools", "list", "--plugins", str(plugin_file), "--plugins", str(PROMPT_PLUGINS_DIR),
-                env=WIDE)
+    r = run_cli(
+        "tools",
+        "list",
+        "--plugins",
+        str(plugin_file),
+        "--plugins",
+        str(PROMPT_PLUGINS_DIR),
+        env=WIDE,
+    )
     assert r.returncode == 0, r.stderr
-    for name in ("MathPlugin.Calculator", "DemoPlugin.GetInvoice", "Shop.Price",
-                 "shop_tools.tags", "WriterPlugin.Translate"):
+    for name in (
+        "MathPlugin.Calculator",
+        "DemoPlugin.GetInvoice",
+        "Shop.Price",
+        "shop_tools.tags",
+        "WriterPlugin.Translate",
+    ):
         assert name in r.stdout, name
     assert "quantity" in r.stdout and "default 1" in r.stdout
     r = run_cli("tools", "list", "--no-examples", "--json")
@@ -63,11 +77,27 @@ def test_call_prints_json(plugin_file: Path) -> None:
     r = run_cli("tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == 20000
-    r = run_cli("tools", "call", "Shop.Price", "--arg", "item=apple", "--arg", "quantity=4",
-                "--plugins", str(plugin_file))
+    r = run_cli(
+        "tools",
+        "call",
+        "Shop.Price",
+        "--arg",
+        "item=apple",
+        "--arg",
+        "quantity=4",
+        "--plugins",
+        str(plugin_file),
+    )
     assert r.returncode == 0 and json.loads(r.stdout) == 2.0
-    r = run_cli("tools", "call", "shop_tools.tags", "--arg", 'values=["a", "b"]',
-                "--plugins", str(plugin_file))
+    r = run_cli(
+        "tools",
+        "call",
+        "shop_tools.tags",
+        "--arg",
+        'values=["a", "b"]',
+        "--plugins",
+        str(plugin_file),
+    )
     assert r.returncode == 0 and json.loads(r.stdout) == 2
     r = run_cli("tools", "call", "PersonalAssistant.GetPerson", "--arg", "name=Furina")
     assert json.loads(r.stdout)["age"] == 16
@@ -78,15 +108,23 @@ def test_call_prints_json(plugin_file: Path) -> None:
     [
         (["tools", "call", "DemoPlugin.GetInvoce"], ["unknown function", "DemoPlugin.GetInvoice"]),
         (["tools", "call", "DemoPlugin.GetInvoice"], ["missing argument 'company'"]),
-        (["tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C", "--arg", "x=1"],
-         ["unknown argument 'x'"]),
-        (["tools", "call", "DemoPlugin.Total", "--arg", "value1=lots", "--arg", "value2=1"],
-         ["argument 'value1'", "lots"]),
+        (
+            ["tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C", "--arg", "x=1"],
+            ["unknown argument 'x'"],
+        ),
+        (
+            ["tools", "call", "DemoPlugin.Total", "--arg", "value1=lots", "--arg", "value2=1"],
+            ["argument 'value1'", "lots"],
+        ),
         (["tools", "call", "DemoPlugin.Total", "--arg", "value1"], ["expected name=value"]),
-        (["tools", "call", "MathPlugin.Calculator", "--arg", "expression=__import__('os')"],
-         ["not allowed"]),
-        (["tools", "call", "MathPlugin.Calculator", "--arg", "expression=9**9**9**9"],
-         ["too large"]),
+        (
+            ["tools", "call", "MathPlugin.Calculator", "--arg", "expression=__import__('os')"],
+            ["not allowed"],
+        ),
+        (
+            ["tools", "call", "MathPlugin.Calculator", "--arg", "expression=9**9**9**9"],
+            ["too large"],
+        ),
         (["tools", "list", "--plugins", "no_such_plugin_xyz"], ["no_such_plugin_xyz"]),
     ],
 )
@@ -97,20 +135,24 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], needles: list[str]) -
 def test_plugin_errors_are_one_line(tmp_path: Path, plugin_file: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text("raise ValueError('bad\\nplugin')\n")
-    assert_one_line_error(run_cli("tools", "list", "--plugins", str(broken)),
-                          str(broken), "ValueError", "bad plugin")
+    assert_one_line_error(
+        run_cli("tools", "list", "--plugins", str(broken)), str(broken), "ValueError", "bad plugin"
+    )
     assert_one_line_error(
         run_cli("tools", "list", "--plugins", str(plugin_file), "--plugins", str(plugin_file)),
-        "duplicate function")
+        "duplicate function",
+    )
     bad_config = tmp_path / "P" / "F"
     bad_config.mkdir(parents=True)
     (bad_config / "skprompt.txt").write_text("{{$input}} {{$style}}")
     (bad_config / "config.json").write_text("{not json")
-    assert_one_line_error(run_cli("tools", "list", "--plugins", str(tmp_path / "P")),
-                          "config.json", "malformed JSON")
+    assert_one_line_error(
+        run_cli("tools", "list", "--plugins", str(tmp_path / "P")), "config.json", "malformed JSON"
+    )
     (bad_config / "config.json").write_text('{"description": "d"}')
-    assert_one_line_error(run_cli("tools", "list", "--plugins", str(tmp_path / "P")),
-                          "style", "skprompt.txt")
+    assert_one_line_error(
+        run_cli("tools", "list", "--plugins", str(tmp_path / "P")), "style", "skprompt.txt"
+    )
 
 
 def test_a_failing_tool_is_exit_1() -> None:
@@ -119,6 +161,15 @@ def test_a_failing_tool_is_exit_1() -> None:
 
 
 def test_prompt_function_with_a_missing_model_is_exit_2() -> None:
-    r = run_cli("tools", "call", "WriterPlugin.ShortPoem", "--arg", "input=cats",
-                "--plugins", str(PROMPT_PLUGINS_DIR), "--model", "no-such-model")
+    r = run_cli(
+        "tools",
+        "call",
+        "WriterPlugin.ShortPoem",
+        "--arg",
+        "input=cats",
+        "--plugins",
+        str(PROMPT_PLUGINS_DIR),
+        "--model",
+        "no-such-model",
+    )
     assert_one_line_error(r, "no-such-model")

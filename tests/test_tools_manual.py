@@ -8,8 +8,11 @@ from localagent.tools.registry import default_registry
 
 def test_manual_lists_names_descriptions_args_and_returns() -> None:
     registry = default_registry()
-    text = render_manual(registry.specs(["DemoPlugin.GetInvoice", "TimePlugin.add_days",
-                                         "PersonalAssistant.ListPeople"]))
+    text = render_manual(
+        registry.specs(
+            ["DemoPlugin.GetInvoice", "TimePlugin.add_days", "PersonalAssistant.ListPeople"]
+        )
+    )
     assert text.startswith(HEADER) and text.endswith(FOOTER)
     assert "DemoPlugin.GetInvoice\n  description: Get the invoice amount" in text
     assert '- company (one of "A", "B", "C", "D", "E", "F"; required): The company' in text
@@ -25,8 +28,10 @@ def test_openai_tools_use_qualified_names_and_the_same_schema() -> None:
     registry = default_registry()
     specs = registry.specs(["MathPlugin.Calculator", "CurrencyPlugin.ConvertCurrency"])
     tools = openai_tools(specs)
-    assert [t["function"]["name"] for t in tools] == ["CurrencyPlugin.ConvertCurrency",
-                                                      "MathPlugin.Calculator"]
+    assert [t["function"]["name"] for t in tools] == [
+        "CurrencyPlugin.ConvertCurrency",
+        "MathPlugin.Calculator",
+    ]
     assert all(t["type"] == "function" for t in tools)
     assert tools[0]["function"]["parameters"] is specs[0].parameters
     assert tools[1]["function"]["description"] == specs[1].description

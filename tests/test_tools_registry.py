@@ -21,7 +21,6 @@ from localagent.errors import (
 )
 from localagent.tools.registry import ToolRegistry, default_registry
 
-
 RELEASE = threading.Event()
 
 
@@ -189,7 +188,8 @@ def test_unknown_function_suggests_close_names() -> None:
 
 def test_plugin_file_classes_and_functions(tmp_path: Path) -> None:
     source = tmp_path / "my_tools.py"
-    source.write_text(textwrap.dedent('''
+    source.write_text(
+        textwrap.dedent('''
         from localagent import tool
         from localagent.tools.examples import DemoPlugin  # imported: must not be re-added
 
@@ -208,7 +208,8 @@ def test_plugin_file_classes_and_functions(tmp_path: Path) -> None:
             return text.upper() + "!"
 
         def not_a_tool(): ...
-    '''))
+    ''')
+    )
     registry = ToolRegistry()
     names = {s.qualified_name for s in registry.load(source)}
     assert names == {"Shop.Price", "my_tools.shout"}
@@ -220,7 +221,8 @@ def test_module_and_package_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     package = tmp_path / "pkgtools"
     package.mkdir()
     (package / "__init__.py").write_text(
-        "from localagent import tool\n\n@tool\ndef ping() -> str:\n    return 'pong'\n")
+        "from localagent import tool\n\n@tool\ndef ping() -> str:\n    return 'pong'\n"
+    )
     registry = ToolRegistry()
     assert [s.qualified_name for s in registry.load(package)] == ["pkgtools.ping"]
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -228,7 +230,7 @@ def test_module_and_package_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert [s.qualified_name for s in other.load("pkgtools")] == ["pkgtools.ping"]
     assert other.invoke("pkgtools.ping", {}).value == "pong"
     sys.modules.pop("pkgtools", None)
-    import localagent.tools.examples.demo as demo
+    from localagent.tools.examples import demo
 
     third = ToolRegistry()
     third.add_plugin(demo.DemoPlugin)
@@ -257,17 +259,27 @@ def test_plugin_load_errors_say_which_file_and_why(tmp_path: Path) -> None:
     needs_args = tmp_path / "needs_args.py"
     needs_args.write_text(
         "from localagent import tool\nclass P:\n    def __init__(self, x): ...\n"
-        "    @tool\n    def f(self) -> int:\n        return 1\n")
+        "    @tool\n    def f(self) -> int:\n        return 1\n"
+    )
     with pytest.raises(PluginLoadError, match="no arguments"):
         ToolRegistry().load(needs_args)
 
 
 def test_default_registry_contents() -> None:
     registry = default_registry()
-    for name in ("TextPlugin.uppercase", "TextPlugin.concat", "MathPlugin.Calculator",
-                 "MathPlugin.power", "TimePlugin.add_days", "DemoPlugin.GetInvoice",
-                 "DemoPlugin.Diff", "DemoPlugin.Total", "PersonalAssistant.GetPersonAge",
-                 "WeatherPlugin.DidItRainToday", "CurrencyPlugin.ConvertCurrency"):
+    for name in (
+        "TextPlugin.uppercase",
+        "TextPlugin.concat",
+        "MathPlugin.Calculator",
+        "MathPlugin.power",
+        "TimePlugin.add_days",
+        "DemoPlugin.GetInvoice",
+        "DemoPlugin.Diff",
+        "DemoPlugin.Total",
+        "PersonalAssistant.GetPersonAge",
+        "WeatherPlugin.DidItRainToday",
+        "CurrencyPlugin.ConvertCurrency",
+    ):
         assert name in registry, name
     bare = default_registry(examples=False)
     assert "DemoPlugin.GetInvoice" not in bare and "MathPlugin.add" in bare

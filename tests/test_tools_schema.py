@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -48,7 +48,11 @@ def test_basic_types_and_defaults() -> None:
     spec = spec_of(f)
     props = spec.parameters["properties"]
     assert [props[k]["type"] for k in ("text", "count", "ratio", "flag")] == [
-        "string", "integer", "number", "boolean"]
+        "string",
+        "integer",
+        "number",
+        "boolean",
+    ]
     assert props["flag"]["default"] is False
     assert spec.parameters["required"] == ["text", "count", "ratio"]
     assert spec.parameters["additionalProperties"] is False
@@ -65,7 +69,7 @@ def test_lists_enums_literal_optional() -> None:
         tags: list[str] | None,
         color: Color,
         mode: Literal["fast", "slow"] = "fast",
-        limit: Optional[int] = None,  # noqa: UP007
+        limit: int | None = None,
     ) -> list[float]:
         return []
 
@@ -142,7 +146,10 @@ def test_sphinx_and_numpy_docstrings() -> None:
     :param int y: the second
     :returns: the sum
     """)
-    assert sphinx.summary == "Add numbers." and sphinx.params == {"x": "the first", "y": "the second"}
+    assert sphinx.summary == "Add numbers." and sphinx.params == {
+        "x": "the first",
+        "y": "the second",
+    }
     numpy = parse_docstring("""Add numbers.
 
     Parameters
@@ -156,7 +163,10 @@ def test_sphinx_and_numpy_docstrings() -> None:
     -------
     int
     """)
-    assert numpy.summary == "Add numbers." and numpy.params == {"x": "The first.", "y": "The second."}
+    assert numpy.summary == "Add numbers." and numpy.params == {
+        "x": "The first.",
+        "y": "The second.",
+    }
 
 
 def test_explicit_name_and_description_win() -> None:
@@ -187,8 +197,9 @@ def test_coercion_and_every_problem_listed() -> None:
 
     registry = ToolRegistry()
     registry.add_function(f, "P")
-    args = registry.validate_args("P.f", {"count": "2000", "ratio": "0.5", "flag": "true",
-                                           "name": 42, "tags": ["1", 2]})
+    args = registry.validate_args(
+        "P.f", {"count": "2000", "ratio": "0.5", "flag": "true", "name": 42, "tags": ["1", 2]}
+    )
     assert args == {"count": 2000, "ratio": 0.5, "flag": True, "name": "42", "tags": [1, 2]}
     with pytest.raises(InvalidArgumentsError) as info:
         registry.validate_args("P.f", {"count": "many", "flag": True, "name": "x", "bogus": 1})

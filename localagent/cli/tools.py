@@ -21,14 +21,18 @@ if TYPE_CHECKING:
 
 tools_app = typer.Typer(
     help="List and call the available functions (built-ins, examples, your plugins).\n\n"
-         "Example: localagent tools list --plugins my_tools.py",
+    "Example: localagent tools list --plugins my_tools.py",
     no_args_is_help=True,
 )
 app.add_typer(tools_app, name="tools")
 
-PLUGINS_HELP = ("Plugin to load besides the built-ins: a .py file, a package, a module name "
-                "or a prompt-plugin folder (repeatable).")
-EXAMPLES_HELP = "Include the example plugins (DemoPlugin, PersonalAssistant, WeatherPlugin, CurrencyPlugin)."
+PLUGINS_HELP = (
+    "Plugin to load besides the built-ins: a .py file, a package, a module name "
+    "or a prompt-plugin folder (repeatable)."
+)
+EXAMPLES_HELP = (
+    "Include the example plugins (DemoPlugin, PersonalAssistant, WeatherPlugin, CurrencyPlugin)."
+)
 
 
 def _registry(plugins: list[str] | None, examples: bool, model: str | None = None) -> ToolRegistry:
@@ -80,8 +84,13 @@ def _table(specs: list[ToolSpec]) -> Any:
 
 
 def _spec_dict(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.qualified_name, "kind": spec.kind, "description": spec.description,
-            "parameters": spec.parameters, "returns": spec.returns}
+    return {
+        "name": spec.qualified_name,
+        "kind": spec.kind,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "returns": spec.returns,
+    }
 
 
 @tools_app.command("call")
@@ -94,11 +103,15 @@ def call_tool(
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
     model: Optional[str] = typer.Option(  # noqa: UP045
-        None, "--model", "-m",
+        None,
+        "--model",
+        "-m",
         help="Model for prompt functions: catalog name or .gguf path (default: $LOCALAGENT_MODEL "
-             "or the catalog default).",
+        "or the catalog default).",
     ),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.0, help="Seconds before giving up."),  # noqa: UP045
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", min=0.0, help="Seconds before giving up."
+    ),  # noqa: UP045
     raw: bool = typer.Option(False, "--raw", help="Print a text result as plain text, not JSON."),
 ) -> None:
     """Call one function and print its result as JSON.

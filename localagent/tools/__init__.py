@@ -8,8 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "Tool", "ToolRegistry", "ToolResult", "ToolSpec", "ToolError", "default_registry",
-    "openai_tools", "render_manual", "tool",
+    "Tool",
+    "ToolError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolSpec",
+    "default_registry",
+    "openai_tools",
+    "render_manual",
+    "tool",
 ]
 
 _WHERE = {

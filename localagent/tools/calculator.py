@@ -118,13 +118,17 @@ def _power(base: Number, exponent: Number) -> Number:
         return 0 if exponent > 0 else 1
     magnitude = abs(base)
     if magnitude != 1 and exponent * math.log10(magnitude) > MAX_LOG10:
-        raise CalculatorError(f"result too large: {_short(base)}**{_short(exponent)} exceeds 1e{MAX_LOG10}")
+        raise CalculatorError(
+            f"result too large: {_short(base)}**{_short(exponent)} exceeds 1e{MAX_LOG10}"
+        )
     if base < 0 and isinstance(exponent, float) and not exponent.is_integer():
         raise CalculatorError("a negative number raised to a fractional power is not a real number")
     try:
         result = base**exponent
     except (OverflowError, ZeroDivisionError) as exc:
-        raise CalculatorError(f"cannot compute {_short(base)}**{_short(exponent)} ({exc})") from None
+        raise CalculatorError(
+            f"cannot compute {_short(base)}**{_short(exponent)} ({exc})"
+        ) from None
     if isinstance(result, complex):
         raise CalculatorError("the result is not a real number")
     return result
@@ -134,15 +138,23 @@ def _call(node: ast.Call, depth: int) -> Number:
     if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
         name = node.func.id if isinstance(node.func, ast.Name) else _shown(node.func)
         allowed = ", ".join(sorted(_FUNCTIONS))
-        raise CalculatorError(f"not arithmetic: function {name} is not allowed (allowed: {allowed})")
+        raise CalculatorError(
+            f"not arithmetic: function {name} is not allowed (allowed: {allowed})"
+        )
     if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
         raise CalculatorError(f"{node.func.id}() takes plain positional arguments only")
     func, lo, hi = _FUNCTIONS[node.func.id]
     if not lo <= len(node.args) <= hi:
         raise CalculatorError(f"{node.func.id}() takes {lo}..{hi} arguments, got {len(node.args)}")
     args = [_eval(a, depth + 1) for a in node.args]
-    if node.func.id == "round" and len(args) == 2 and (not isinstance(args[1], int) or abs(args[1]) > 100):
-        raise CalculatorError("round()'s second argument must be a whole number of digits up to 100")
+    if (
+        node.func.id == "round"
+        and len(args) == 2
+        and (not isinstance(args[1], int) or abs(args[1]) > 100)
+    ):
+        raise CalculatorError(
+            "round()'s second argument must be a whole number of digits up to 100"
+        )
     try:
         return func(*args)
     except (ValueError, OverflowError, TypeError) as exc:
@@ -154,7 +166,9 @@ def _checked(value: Any) -> Number:
         raise CalculatorError(f"not a number: {value!r}")
     if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
         raise CalculatorError(f"result too large (more than 1e{MAX_LOG10})")
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value) or abs(value) > 10.0**MAX_LOG10):
+    if isinstance(value, float) and (
+        math.isnan(value) or math.isinf(value) or abs(value) > 10.0**MAX_LOG10
+    ):
         raise CalculatorError(f"result too large or undefined ({value})")
     return value
 
@@ -174,9 +188,15 @@ def _short(value: Number) -> str:
 def _shown(node: ast.AST) -> str:
     kind = type(node).__name__
     labels = {
-        "Attribute": "attribute access", "Lambda": "a lambda", "Name": "the name "
-        + getattr(node, "id", ""), "Subscript": "indexing", "Compare": "a comparison",
-        "BoolOp": "a boolean operation", "JoinedStr": "an f-string", "ListComp": "a comprehension",
-        "GeneratorExp": "a generator", "NamedExpr": "an assignment expression",
+        "Attribute": "attribute access",
+        "Lambda": "a lambda",
+        "Name": "the name " + getattr(node, "id", ""),
+        "Subscript": "indexing",
+        "Compare": "a comparison",
+        "BoolOp": "a boolean operation",
+        "JoinedStr": "an f-string",
+        "ListComp": "a comprehension",
+        "GeneratorExp": "a generator",
+        "NamedExpr": "an assignment expression",
     }
     return labels.get(kind, kind)

@@ -14,8 +14,19 @@ from dataclasses import dataclass, field
 
 _GOOGLE_ARGS = {"args", "arguments", "parameters", "params", "keyword args", "kwargs"}
 _GOOGLE_SECTIONS = _GOOGLE_ARGS | {
-    "returns", "return", "yields", "raises", "examples", "example", "note", "notes",
-    "attributes", "see also", "warning", "warnings", "todo",
+    "returns",
+    "return",
+    "yields",
+    "raises",
+    "examples",
+    "example",
+    "note",
+    "notes",
+    "attributes",
+    "see also",
+    "warning",
+    "warnings",
+    "todo",
 }
 _SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]*?)\s*:\s*$")
 _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")

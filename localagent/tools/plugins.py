@@ -41,7 +41,7 @@ def plugin_tools(plugin: object, name: str | None = None) -> list[Tool]:
 def instantiate(cls: type) -> object:
     try:
         return cls()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of user code is a load error
         raise PluginLoadError(
             f"cannot create plugin {cls.__name__} with no arguments: {type(exc).__name__}: {exc}"
         ) from None
@@ -117,7 +117,7 @@ def import_file(path: Path) -> ModuleType:
     sys.modules[module_name] = module  # dataclasses and pydantic look their module up here
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code may raise anything
         sys.modules.pop(module_name, None)
         raise PluginLoadError(f"cannot import plugin file {init}: {_describe(exc)}") from None
     return module
@@ -132,7 +132,7 @@ def import_module(name: str) -> ModuleType:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise PluginLoadError(f"no plugin file, directory or module named {name!r}") from None
         raise PluginLoadError(f"cannot import plugin module {name}: {_describe(exc)}") from None
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code may raise anything
         raise PluginLoadError(f"cannot import plugin module {name}: {_describe(exc)}") from None
 
 

@@ -122,11 +122,14 @@ def load_prompt_function(function_dir: Path, plugin: str) -> PromptFunction:
     declared = [v.name for v in config.input_variables]
     duplicates = sorted({n for n in declared if declared.count(n) > 1})
     if duplicates:
-        raise PromptTemplateError(f"{function_dir / CONFIG_FILE}: input variable {duplicates[0]!r} "
-                                  "is declared twice")
+        raise PromptTemplateError(
+            f"{function_dir / CONFIG_FILE}: input variable {duplicates[0]!r} is declared twice"
+        )
     for name in declared:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise PromptTemplateError(f"{function_dir / CONFIG_FILE}: invalid variable name {name!r}")
+            raise PromptTemplateError(
+                f"{function_dir / CONFIG_FILE}: invalid variable name {name!r}"
+            )
     for used in template_variables(template, prompt_path):
         if used not in declared and used != "input":
             raise PromptTemplateError(
@@ -163,7 +166,11 @@ def prompt_tool(function: PromptFunction, llm: LLMProvider, lock: threading.Lock
     params: dict[str, tuple[str, str | None, bool]] = {}
     for var in function.config.input_variables:
         required = var.is_required and var.default is None
-        params[var.name] = (var.description, var.default if var.default is not None else "", required)
+        params[var.name] = (
+            var.description,
+            var.default if var.default is not None else "",
+            required,
+        )
     if "input" in template_variables(function.template) and "input" not in params:
         params = {"input": (_INPUT_DESCRIPTION, None, True), **params}
     model, schema = string_parameters_model(qualified, params)
@@ -209,9 +216,16 @@ def _read_config(path: Path) -> PromptConfig:
     if not isinstance(raw, dict):
         raise PromptTemplateError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     settings = raw.get("execution_settings")
-    if isinstance(settings, dict) and settings and all(isinstance(v, dict) for v in settings.values()):
+    if (
+        isinstance(settings, dict)
+        and settings
+        and all(isinstance(v, dict) for v in settings.values())
+    ):
         # Semantic Kernel keys settings by service id: {"default": {...}}
-        raw = {**raw, "execution_settings": settings.get("default") or next(iter(settings.values()))}
+        raw = {
+            **raw,
+            "execution_settings": settings.get("default") or next(iter(settings.values())),
+        }
     try:
         return PromptConfig.model_validate(raw)
     except ValidationError as exc:

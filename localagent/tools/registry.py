@@ -81,9 +81,7 @@ class ToolRegistry:
         looks_like_path = path.exists() or text.endswith(".py") or "/" in text or "\\" in text
         if not looks_like_path:
             module = _plugins.import_module(text)
-            return self._add_all(
-                _plugins.module_plugin_tools(module, _plugins.module_stem(module))
-            )
+            return self._add_all(_plugins.module_plugin_tools(module, _plugins.module_stem(module)))
         if not path.exists():
             raise PluginLoadError(f"plugin path {path} does not exist")
         if path.is_file():
@@ -137,7 +135,9 @@ class ToolRegistry:
 
     def specs(self, names: Iterable[str] | None = None) -> list[ToolSpec]:
         """Specs sorted by qualified name; all of them, or the named ones."""
-        chosen = self._tools.keys() if names is None else {self.get(n).qualified_name for n in names}
+        chosen = (
+            self._tools.keys() if names is None else {self.get(n).qualified_name for n in names}
+        )
         return [self._tools[n].spec for n in sorted(chosen)]
 
     def _unknown(self, name: object) -> UnknownFunctionError:
@@ -163,7 +163,7 @@ class ToolRegistry:
     # --- calling ------------------------------------------------------------------------
 
     def validate_args(self, qualified_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Coerced arguments (defaults filled in), or InvalidArgumentsError listing every problem."""
+        """Coerced arguments (defaults filled in); InvalidArgumentsError lists every problem."""
         return self.get(qualified_name).validator(args)
 
     async def ainvoke(
@@ -171,10 +171,18 @@ class ToolRegistry:
     ) -> ToolResult:
         start = time.perf_counter()
 
-        def failed(kind: Any, exc: BaseException, shown: dict[str, Any], msg: str = "") -> ToolResult:
-            message = msg or (exc.one_line() if isinstance(exc, LocalAgentError) else _describe(exc))
-            return ToolResult(function=qualified_name, args=shown, error=ToolError(kind, message, exc),
-                              seconds=time.perf_counter() - start)
+        def failed(
+            kind: Any, exc: BaseException, shown: dict[str, Any], msg: str = ""
+        ) -> ToolResult:
+            message = msg or (
+                exc.one_line() if isinstance(exc, LocalAgentError) else _describe(exc)
+            )
+            return ToolResult(
+                function=qualified_name,
+                args=shown,
+                error=ToolError(kind, message, exc),
+                seconds=time.perf_counter() - start,
+            )
 
         shown = _jsonable_args(args)
         try:
@@ -200,16 +208,17 @@ class ToolRegistry:
             value = to_json_value(task.result())
         except UnserializableValue as exc:
             return failed("unserializable", exc, shown, f"{qualified_name} returned {exc}")
-        except (Exception, SystemExit) as exc:  # the tool's own failure, as data
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the tool's own failure, as data
             return failed("exception", exc, shown)
-        return ToolResult(function=qualified_name, args=shown, value=value,
-                          seconds=time.perf_counter() - start)
+        return ToolResult(
+            function=qualified_name, args=shown, value=value, seconds=time.perf_counter() - start
+        )
 
     def invoke(
         self, qualified_name: str, args: Mapping[str, Any], *, timeout: float | None = None
     ) -> ToolResult:
         """`ainvoke` for synchronous callers (inside a running loop, on a helper thread)."""
-        coro_factory = lambda: self.ainvoke(qualified_name, args, timeout=timeout)  # noqa: E731
+        coro_factory = lambda: self.ainvoke(qualified_name, args, timeout=timeout)
         try:
             asyncio.get_running_loop()
         except RuntimeError:

@@ -43,7 +43,7 @@ async def run_in_thread(func: Callable[..., T], /, *args: Any, **kwargs: Any) ->
     def target() -> None:
         try:
             value, error = context.run(func, *args, **kwargs), None
-        except BaseException as exc:  # handed to the awaiting task, which decides
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task, which decides
             value, error = None, exc
         try:
             loop.call_soon_threadsafe(settle, value, error)

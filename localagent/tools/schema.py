@@ -55,7 +55,9 @@ def function_schema(
     positional_only: list[str] = []
     for i, (pname, param) in enumerate(signature.parameters.items()):
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise PluginLoadError(f"{qualified_name}: *args/**kwargs cannot be described to a model")
+            raise PluginLoadError(
+                f"{qualified_name}: *args/**kwargs cannot be described to a model"
+            )
         if param.kind is param.POSITIONAL_ONLY:
             positional_only.append(pname)
         annotation, text, has_field_description = _split_annotation(hints.get(pname, Any))
@@ -138,15 +140,19 @@ def _create_model(qualified_name: str, fields: dict[str, Any]) -> type[BaseModel
     safe = "".join(c if c.isalnum() else "_" for c in qualified_name)
     try:
         return create_model(f"{safe}_args", __config__=_CONFIG, **fields)
-    except Exception as exc:  # pydantic raises several kinds for unsupported annotations
-        raise PluginLoadError(f"cannot derive a schema for {qualified_name}: {_first_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - pydantic raises several kinds here
+        raise PluginLoadError(
+            f"cannot derive a schema for {qualified_name}: {_first_line(exc)}"
+        ) from None
 
 
 def _parameters_schema(model: type[BaseModel], qualified_name: str) -> dict[str, Any]:
     try:
         raw = model.model_json_schema(by_alias=True)
-    except Exception as exc:
-        raise PluginLoadError(f"cannot derive a schema for {qualified_name}: {_first_line(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - see above
+        raise PluginLoadError(
+            f"cannot derive a schema for {qualified_name}: {_first_line(exc)}"
+        ) from None
     schema = clean_schema(inline_refs(raw, qualified_name))
     return {
         "type": "object",
@@ -161,7 +167,7 @@ def _returns_schema(hints: Mapping[str, Any], qualified_name: str) -> dict[str, 
         return {}
     try:
         raw = TypeAdapter(hints["return"]).json_schema(mode="serialization")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - see above
         raise PluginLoadError(
             f"cannot derive the return schema of {qualified_name}: {_first_line(exc)}"
         ) from None

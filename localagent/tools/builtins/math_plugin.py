@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-from localagent.tools.calculator import tidy, calculate, power_bounded
+from localagent.tools.calculator import calculate, power_bounded, tidy
 from localagent.tools.decorator import tool
 
 First = Annotated[float, "The first number."]
@@ -61,7 +61,8 @@ class MathPlugin:
     def calculator(
         self,
         expression: Annotated[
-            str, "An arithmetic expression using numbers, + - * / ** and parentheses, e.g. 16**0.43."
+            str,
+            "An arithmetic expression using numbers, + - * / ** and parentheses, e.g. 16**0.43.",
         ],
     ) -> float:
         """Evaluate an arithmetic expression and return the number.

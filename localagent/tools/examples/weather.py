@@ -29,8 +29,13 @@ class Weather(BaseModel):
 
 
 def _w(city: str, condition: str, temperature: float, rain_mm: float) -> Weather:
-    return Weather(city=city, condition=condition, temperature_c=temperature,  # type: ignore[arg-type]
-                   precipitation_mm=rain_mm, rained_today=rain_mm > 0)
+    return Weather(
+        city=city,
+        condition=condition,
+        temperature_c=temperature,  # type: ignore[arg-type]
+        precipitation_mm=rain_mm,
+        rained_today=rain_mm > 0,
+    )
 
 
 _COMMON = (
