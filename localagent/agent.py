@@ -1,0 +1,212 @@
+"""The public entry point: wires model, tools, filter, planner and executor.
+
+    Agent(plugins=[MyPlugin()]).run("...", planner="tree") -> AgentResult
+
+Data flows one way: goal -> (filter tools) -> planner (prompt + grammar -> checked plan or
+next step) -> executor -> answer + trace. The registry's prompt functions use the same
+(metered) model instance, so `AgentResult.usage` covers planning and prompt functions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from localagent.errors import LocalAgentError, PlanningError, UsageError
+from localagent.executor import ExecutionPolicy, Executor
+from localagent.llm.base import LLM, Usage
+from localagent.plan import SequentialPlan, TreePlan, plan_to_dict
+from localagent.planners.base import (
+    GenerationLog,
+    MeteredLLM,
+    PlannerSettings,
+    select_specs,
+    usage_since,
+)
+
+if TYPE_CHECKING:
+    from localagent.retrieval import FilterOptions, ToolIndex
+    from localagent.tools.registry import ToolRegistry
+    from localagent.tools.spec import ToolSpec
+
+PlannerName = Literal["tree", "sequential", "react", "tools"]
+PLANNERS: tuple[str, ...] = get_args(PlannerName)
+OnEvent = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What one run produced. `error` is set (and `answer` None) when no answer was reached."""
+
+    answer: Any
+    planner: str
+    model: str
+    plan: dict[str, Any] | None
+    steps: list[dict[str, Any]]
+    usage: Usage
+    seconds: float
+    error: str | None = None
+    tools: list[str] = field(default_factory=list)
+    parse_failures: int = 0
+    stop_reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "planner": self.planner, "model": self.model,
+                "plan": self.plan, "steps": self.steps, "usage": self.usage.to_dict(),
+                "seconds": round(self.seconds, 3), "error": self.error, "tools": self.tools,
+                "parse_failures": self.parse_failures, "stop_reason": self.stop_reason}
+
+
+class Agent:
+    """A model, a registry of tools and the planners over them.
+
+    `model`: an LLM, a catalog name or .gguf path, or None for the default model (loaded
+    lazily, on the first run). `plugins`: extra plugins (objects, classes, modules, paths),
+    added to the built-ins and, with `examples=True`, the example plugins.
+    """
+
+    def __init__(
+        self,
+        model: str | LLM | None = None,
+        plugins: Sequence[Any] = (),
+        *,
+        filter: FilterOptions | None = None,
+        constrain: bool = True,
+        examples: bool = True,
+        registry: ToolRegistry | None = None,
+        policy: ExecutionPolicy | None = None,
+        settings: PlannerSettings | None = None,
+        index: ToolIndex | None = None,
+    ) -> None:
+        from localagent.tools.registry import default_registry
+
+        self._model_source = model
+        self._llm: MeteredLLM | None = None
+        self.filter, self.index = filter, index
+        base = settings or PlannerSettings()
+        self.settings = base if constrain else replace(base, constrain=False)
+        self.policy = policy or ExecutionPolicy()
+        self.registry = registry or default_registry(
+            plugins, llm=lambda: self.llm, examples=examples)
+        if registry is not None:
+            registry.llm = lambda: self.llm
+
+    @property
+    def llm(self) -> MeteredLLM:
+        """The (metered) model, loaded on first use."""
+        if self._llm is None:
+            source = self._model_source
+            if isinstance(source, LLM):
+                inner = source
+            else:
+                from localagent.llm import load_llm
+
+                inner = load_llm(source)
+            self._llm = inner if isinstance(inner, MeteredLLM) else MeteredLLM(inner)
+        return self._llm
+
+    def tools_for(self, goal: str) -> list[ToolSpec]:
+        """The functions the planner will see for `goal` (after the filter)."""
+        return select_specs(goal, self.registry, self.filter, self.index)
+
+    def plan(self, goal: str, planner: str = "tree") -> TreePlan | SequentialPlan:
+        """A checked plan for `goal` (tree or sequential), not executed."""
+        _check(goal, planner, plan_only=True)
+        return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
+
+    def _make_plan(self, goal: str, planner: str, specs: list[ToolSpec],
+                   log: GenerationLog) -> TreePlan | SequentialPlan:
+        if planner == "tree":
+            from localagent.planners.tree import TreePlanner
+
+            return TreePlanner(self.llm, specs, self.settings).plan(goal, log).plan
+        from localagent.planners.sequential import SequentialPlanner
+
+        return SequentialPlanner(self.llm, specs, self.settings).plan(goal, log).plan
+
+    def run(self, goal: str, planner: str = "tree", *, max_iterations: int = 5,
+            on_event: OnEvent | None = None) -> AgentResult:
+        """Plan and execute. Bad input raises (UsageError); a run that reaches no answer
+        returns an AgentResult with `error` set."""
+        _check(goal, planner, plan_only=False)
+        if max_iterations < 1:
+            raise UsageError(f"max_iterations must be at least 1, got {max_iterations}")
+        start, before = time.perf_counter(), self.llm.usage
+        specs = self.tools_for(goal)
+        log = GenerationLog()
+        ctx = _RunContext(self, goal, planner, specs, log, start, before)
+        try:
+            if planner in ("tree", "sequential"):
+                return self._run_plan(ctx, on_event)
+            return self._run_loop(ctx, max_iterations, on_event)
+        except PlanningError as exc:
+            return ctx.result(None, None, [], error=exc.one_line())
+        except LocalAgentError as exc:
+            if exc.exit_code == 2:
+                raise
+            return ctx.result(None, None, [], error=exc.one_line())
+
+    def _run_plan(self, ctx: _RunContext, on_event: OnEvent | None) -> AgentResult:
+        plan = self._make_plan(ctx.goal, ctx.planner, ctx.specs, ctx.log)
+        plan_dict = plan_to_dict(plan)
+        if on_event is not None:
+            from localagent.planners.base import PlannerEvent
+
+            on_event(PlannerEvent("plan_created", {"plan": plan_dict}, time.monotonic()))
+        result = Executor(self.registry, self.policy).run_sync(plan, on_event=on_event)
+        steps = [e.to_dict() for e in result.events]
+        error = None if result.ok else result.error.message  # type: ignore[union-attr]
+        return ctx.result(result.value if result.ok else None, plan_dict, steps, error=error)
+
+    def _run_loop(self, ctx: _RunContext, max_iterations: int,
+                  on_event: OnEvent | None) -> AgentResult:
+        executor = Executor(self.registry, self.policy)
+        if ctx.planner == "react":
+            from localagent.planners.react import ReactPlanner
+
+            out: Any = ReactPlanner(self.llm, ctx.specs, self.settings).run(
+                ctx.goal, executor, max_iterations=max_iterations, on_event=on_event)
+        else:
+            from localagent.planners.tool_calling import ToolCallingPlanner
+
+            out = ToolCallingPlanner(self.llm, ctx.specs, self.settings).run(
+                ctx.goal, executor, max_iterations=max_iterations, on_event=on_event)
+        ctx.log = out.log
+        steps = [t.to_dict() for t in out.turns]
+        error = None if out.answer is not None else out.stop_reason
+        return ctx.result(out.answer, None, steps, error=error, stop_reason=out.stop_reason)
+
+
+@dataclass
+class _RunContext:
+    agent: Agent
+    goal: str
+    planner: str
+    specs: list[ToolSpec]
+    log: GenerationLog
+    start: float
+    before: Usage
+
+    def result(self, answer: Any, plan: dict[str, Any] | None, steps: list[dict[str, Any]],
+               *, error: str | None, stop_reason: str = "") -> AgentResult:
+        llm = self.agent.llm
+        return AgentResult(
+            answer=answer, planner=self.planner, model=llm.info.name, plan=plan, steps=steps,
+            usage=usage_since(llm, self.before), seconds=time.perf_counter() - self.start,
+            error=error, tools=[s.qualified_name for s in self.specs],
+            parse_failures=self.log.parse_failures + self.log.truncations,
+            stop_reason=stop_reason or ("" if error else "done"))
+
+
+def _check(goal: str, planner: str, *, plan_only: bool) -> None:
+    if not isinstance(goal, str) or not goal.strip():
+        raise UsageError("the goal is empty")
+    allowed = ("tree", "sequential") if plan_only else PLANNERS
+    if planner not in allowed:
+        raise UsageError(f"unknown planner {planner!r}; choose one of {', '.join(allowed)}")

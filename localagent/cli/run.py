@@ -1,0 +1,173 @@
+"""`localagent run "GOAL"` (plan and act) and `localagent plan "GOAL"` (plan only).
+
+Exit codes: 0 with an answer, 1 when the agent could not reach one, 2 for bad input.
+`--json` prints one object (answer, planner, model, plan, steps, usage, seconds...);
+without it, steps and calls are shown live as they happen.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import typer
+
+from localagent.cli import app
+from localagent.cli.common import console, handle_errors
+
+_RUN_HELP = """Reach a goal with the tools: plan with the model, then execute.
+
+Example:
+
+    localagent run "How much is the difference between the total of company C, F and
+    the total of company A, E ?" --planner tree
+"""
+
+_PLAN_HELP = """Print the plan (JSON) the model makes for a goal, without executing it.
+
+Example:
+
+    localagent plan "What is the total of the invoices of A and C?" > plan.json &&
+    localagent exec plan.json
+"""
+
+PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
+                           help="Extra plugin: .py file, package, prompt directory or module "
+                           "(repeat for several).")
+MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
+                         "(default: $LOCALAGENT_MODEL, else the catalog default).")
+
+
+def _filter(threshold: float | None, max_tools: int | None, include: list[str] | None,
+            exclude: list[str] | None, exclude_plugin: list[str] | None) -> Any:
+    if threshold is None and max_tools is None and not (include or exclude or exclude_plugin):
+        return None
+    from localagent.retrieval import FilterOptions
+
+    return FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
+                         included_functions=tuple(include or ()),
+                         excluded_functions=tuple(exclude or ()),
+                         excluded_plugins=tuple(exclude_plugin or ()))
+
+
+def _agent(model: str | None, plugins: list[str] | None, no_constrain: bool,
+           flt: Any) -> Any:
+    from localagent.agent import Agent
+
+    return Agent(model, plugins or (), filter=flt, constrain=not no_constrain)
+
+
+def _show_tools(agent: Any, goal: str) -> None:
+    names = [s.qualified_name for s in agent.tools_for(goal)]
+    console.print(f"[bold]tools[/bold] ({len(names)}): " + ", ".join(names), highlight=False)
+
+
+@app.command("run", help=_RUN_HELP)
+@handle_errors
+def run_command(
+    goal: str = typer.Argument(..., help="What to achieve, in plain words."),
+    planner: str = typer.Option("tree", "--planner", help="sequential | tree | react | tools"),
+    model: Optional[str] = MODEL_OPT,  # noqa: UP007 (typer needs Optional)
+    plugins: Optional[list[str]] = PLUGINS_OPT,  # noqa: UP007
+    max_iterations: int = typer.Option(5, "--max-iterations",
+                                       help="Most model steps (react, tools)."),
+    no_constrain: bool = typer.Option(False, "--no-constrain",
+                                      help="Generate without grammars (to compare)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    threshold: Optional[float] = typer.Option(None, "--threshold",  # noqa: UP007
+                                              help="Keep tools at least this similar (0..1)."),
+    max_tools: Optional[int] = typer.Option(None, "--max-tools",  # noqa: UP007
+                                            help="Keep at most this many tools."),
+    include: Optional[list[str]] = typer.Option(None, "--include",  # noqa: UP007
+                                                help="Always offer this function."),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude",  # noqa: UP007
+                                                help="Never offer this function."),
+    exclude_plugin: Optional[list[str]] = typer.Option(None, "--exclude-plugin",  # noqa: UP007
+                                                       help="Never offer this plugin."),
+    show_tools: bool = typer.Option(False, "--show-tools", help="Print the tools offered."),
+) -> None:
+    from localagent.agent import PLANNERS
+    from localagent.errors import UsageError
+
+    if planner not in PLANNERS:
+        raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
+    if max_iterations < 1:
+        raise UsageError("--max-iterations must be at least 1")
+    agent = _agent(model, plugins, no_constrain,
+                   _filter(threshold, max_tools, include, exclude, exclude_plugin))
+    if show_tools and not as_json:
+        _show_tools(agent, goal)
+    result = agent.run(goal, planner=planner, max_iterations=max_iterations,
+                       on_event=None if as_json else _LiveView())
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+    else:
+        _print_result(result)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@app.command("plan", help=_PLAN_HELP)
+@handle_errors
+def plan_command(
+    goal: str = typer.Argument(..., help="What to achieve, in plain words."),
+    planner: str = typer.Option("tree", "--planner", help="sequential | tree"),
+    model: Optional[str] = MODEL_OPT,  # noqa: UP007
+    plugins: Optional[list[str]] = PLUGINS_OPT,  # noqa: UP007
+    no_constrain: bool = typer.Option(False, "--no-constrain",
+                                      help="Generate without grammars (to compare)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold"),  # noqa: UP007
+    max_tools: Optional[int] = typer.Option(None, "--max-tools"),  # noqa: UP007
+    include: Optional[list[str]] = typer.Option(None, "--include"),  # noqa: UP007
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude"),  # noqa: UP007
+    exclude_plugin: Optional[list[str]] = typer.Option(None, "--exclude-plugin"),  # noqa: UP007
+) -> None:
+    from localagent.errors import UsageError
+
+    if planner not in ("tree", "sequential"):
+        raise UsageError(f"--planner must be tree or sequential for a plan, not {planner!r}")
+    agent = _agent(model, plugins, no_constrain,
+                   _filter(threshold, max_tools, include, exclude, exclude_plugin))
+    plan = agent.plan(goal, planner=planner)
+    typer.echo(plan.to_json(indent=2))
+
+
+class _LiveView:
+    """Prints planner steps and executor calls as they happen."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+
+    def __call__(self, event: Any) -> None:
+        from localagent.trace import describe
+
+        if self.start is None:
+            self.start = event.at
+        kind = getattr(event, "kind", "")
+        if kind == "plan_created":
+            console.print("[bold]plan[/bold]", highlight=False)
+            console.print_json(json.dumps(event.detail["plan"]))
+        elif kind == "react_step":
+            d = event.detail
+            console.print(f"[cyan]Thought:[/cyan] {d.get('thought', '')}", highlight=False)
+        elif kind == "tool_turn" and event.detail.get("answer") is None:
+            console.print(f"[cyan]turn:[/cyan] {len(event.detail['calls'])} call(s)",
+                          highlight=False)
+        elif kind not in ("react_step", "tool_turn", "run_finished"):
+            depth = getattr(event, "path", "").count(".args.")
+            console.print(describe(event, self.start, depth), markup=False, highlight=False)
+
+
+def _print_result(result: Any) -> None:
+    u = result.usage
+    console.print(f"[dim]{result.model} / {result.planner}: {u.calls} LLM calls, "
+                  f"{u.prompt_tokens_evaluated} prompt tokens evaluated "
+                  f"({u.prompt_tokens_reused} reused), {u.completion_tokens} generated, "
+                  f"{result.seconds:.1f}s[/dim]", highlight=False)
+    if result.ok:
+        answer = result.answer if isinstance(result.answer, str) else json.dumps(result.answer)
+        console.print(f"[bold green]answer:[/bold green] {answer}", highlight=False)
+    else:
+        from localagent.cli.common import err_console
+
+        err_console.print(f"error: no answer: {result.error}", markup=False)

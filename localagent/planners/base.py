@@ -1,0 +1,190 @@
+"""What every planner shares: settings, the generate-parse-retry loop, tool selection, metering.
+
+Why one place: all four planners turn a prompt plus a constraint into checked data the same
+way. A truncated, unparsable or invalid output never leaves this module: it is retried a
+bounded number of times, then `PlanningError` is raised (DESIGN.md trap 2).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from localagent.constraint import Constraint
+from localagent.errors import PlanningError, PlanValidationError, TruncatedOutputError
+from localagent.grammars import ensure_complete
+from localagent.llm.base import LLM, Completion, Message, Usage
+
+if TYPE_CHECKING:
+    from localagent.retrieval import FilterOptions, ToolIndex
+    from localagent.tools.registry import ToolRegistry
+    from localagent.tools.spec import ToolSpec
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    """How a planner generates. `constrain=False` generates with `constraint=None` and
+    parses leniently (to measure what the grammar adds)."""
+
+    constrain: bool = True
+    retries: int = 2  # extra attempts after the first bad output
+    max_tokens: int = 400
+    temperature: float = 0.0
+    seed: int = 0
+
+
+@dataclass
+class GenerationLog:
+    """What one planning run cost and how often the model's output was rejected."""
+
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 0
+    parse_failures: int = 0
+    truncations: int = 0
+    errors: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+
+    def add(self, completion: Completion) -> None:
+        self.usage = self.usage + completion.usage
+        self.attempts += 1
+        self.raw.append(completion.text)
+
+
+def generate_checked(
+    llm: LLM,
+    prompt: str | Sequence[Message],
+    parse: Callable[[str], T],
+    settings: PlannerSettings,
+    log: GenerationLog,
+    *,
+    constraint: Constraint | None,
+    stop: Sequence[str] = (),
+    tools: Sequence[dict[str, Any]] | None = None,
+    max_tokens: int | None = None,
+) -> T:
+    """Generate, reject truncated or invalid output, retry; the parsed value or PlanningError.
+
+    `prompt` is text (completion) or chat messages (rendered with the model's template).
+    Retries use seed + attempt so that a deterministic sampler does not repeat itself when
+    temperature > 0; at temperature 0 a retry only helps after a truncation if the caller
+    raises max_tokens, so we double it on truncation.
+    """
+    used = constraint if settings.constrain else None
+    budget = max_tokens or settings.max_tokens
+    last = ""
+    for attempt in range(settings.retries + 1):
+        kwargs = dict(max_tokens=budget, stop=stop, temperature=settings.temperature,
+                      seed=settings.seed + attempt, constraint=used)
+        if isinstance(prompt, str):
+            completion = llm.complete(prompt, **kwargs)  # type: ignore[arg-type]
+        else:
+            completion = llm.chat(prompt, tools=tools, **kwargs)  # type: ignore[arg-type]
+        log.add(completion)
+        try:
+            return parse(ensure_complete(completion))
+        except TruncatedOutputError as exc:
+            log.truncations += 1
+            last = exc.one_line()
+            budget *= 2
+        except PlanValidationError as exc:
+            log.parse_failures += 1
+            last = exc.one_line()
+        log.errors.append(last)
+    raise PlanningError(
+        f"no valid output after {settings.retries + 1} attempts: {last}",
+        hint="try another planner, a larger model, or --no-constrain to compare")
+
+
+def select_specs(
+    goal: str,
+    registry: ToolRegistry,
+    options: FilterOptions | None = None,
+    index: ToolIndex | None = None,
+) -> list[ToolSpec]:
+    """The functions a planner may use for `goal`: all, or those the filter keeps.
+
+    Exclusions apply without an index; semantic filtering (a threshold or a count) needs
+    the embedding index, opened lazily in the default location when none is given.
+    """
+    specs = registry.specs()
+    if options is None:
+        return specs
+    if not options.active:
+        from localagent.retrieval.filter import _matches
+
+        return [s for s in specs if s.plugin not in options.excluded_plugins
+                and not _matches(s, options.excluded_functions)]
+    from localagent.retrieval import filter_tools
+
+    if index is None:
+        from localagent.retrieval import ToolIndex
+
+        index = ToolIndex()
+    scored = filter_tools(goal, specs, options, index)
+    if not scored:
+        raise PlanningError("the tool filter kept no function for this goal",
+                            hint="lower --threshold or raise --max-tools")
+    keep = {t.spec.qualified_name for t in scored}
+    return [s for s in specs if s.qualified_name in keep]
+
+
+class MeteredLLM(LLM):
+    """Delegates to an LLM and adds up the usage of every call through it.
+
+    The agent hands the same metered instance to the planner and to the registry (prompt
+    functions), so an agent run's usage covers both. Other attributes (`reset_cache`,
+    `llama`...) pass through to the wrapped model.
+    """
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.info = inner.info
+        self._usage = Usage()
+        self._lock = threading.Lock()
+
+    @property
+    def usage(self) -> Usage:
+        return self._usage
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:  # type: ignore[override]
+        completion = self.inner.complete(prompt, **kwargs)
+        with self._lock:
+            self._usage = self._usage + completion.usage
+        return completion
+
+    def format_chat(self, messages: Sequence[Message], **kwargs: Any) -> str:  # type: ignore[override]
+        return self.inner.format_chat(messages, **kwargs)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def usage_since(llm: LLM, before: Usage) -> Usage:
+    """The usage recorded by a MeteredLLM since `before` (Usage() for other models)."""
+    if not isinstance(llm, MeteredLLM):
+        return Usage()
+    now = llm.usage
+    return Usage(calls=now.calls - before.calls,
+                 prompt_tokens=now.prompt_tokens - before.prompt_tokens,
+                 prompt_tokens_reused=now.prompt_tokens_reused - before.prompt_tokens_reused,
+                 completion_tokens=now.completion_tokens - before.completion_tokens,
+                 seconds=now.seconds - before.seconds)
+
+
+@dataclass(frozen=True)
+class PlannerEvent:
+    """A planner's own trace record (an LLM step), alongside the executor's call events."""
+
+    kind: str  # "plan_created" | "react_step" | "tool_turn" | "planning_failed"
+    detail: dict[str, Any]
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.detail, "at": self.at}

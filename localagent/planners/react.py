@@ -1,0 +1,151 @@
+"""The ReAct loop (LangChain's zero-shot format): Thought / Action / Action Input /
+Observation ... Final Answer.
+
+The model writes one step under the `react_step` grammar; the executor runs the action;
+the observation is appended; repeat until a Final Answer or `max_iterations`. On the last
+allowed iteration the grammar admits only a Final Answer. An action repeated with the same
+arguments that brings the same observation again stops the loop with that reason.
+
+The prompt of step k+1 is the prompt of step k plus the text of step k and its
+observation, so the llama backend's KV cache holds the whole prefix and evaluates only the
+new tokens (DESIGN.md trap 3); `reuse_cache=False` resets the cache before every step, to
+measure the difference.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localagent.executor import Executor
+from localagent.grammars import ReactStep, parse_react, react_step
+from localagent.llm.base import LLM
+from localagent.plan import call_from_dict
+from localagent.planners.base import (
+    GenerationLog,
+    PlannerEvent,
+    PlannerSettings,
+    generate_checked,
+)
+from localagent.planners.prompts import react_header
+from localagent.tools.spec import ToolSpec
+
+STOP = ("\nObservation:",)
+OBSERVATION_CHARS = 600
+
+
+@dataclass(frozen=True)
+class ReactTurn:
+    """One step: the model's text, what it asked for, and what came back."""
+
+    thought: str
+    function: str | None = None
+    args: dict[str, Any] | None = None
+    observation: Any = None
+    error: str | None = None
+    final_answer: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass
+class ReactOutcome:
+    answer: str | None
+    turns: list[ReactTurn] = field(default_factory=list)
+    stop_reason: str = ""
+    log: GenerationLog = field(default_factory=GenerationLog)
+    events: list[Any] = field(default_factory=list)
+
+
+def observation_text(value: Any, error: str | None) -> str:
+    """What the model reads after `Observation: `: the value as JSON, or the error."""
+    text = f"error: {error}" if error else (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    text = " ".join(str(text).split())
+    return text if len(text) <= OBSERVATION_CHARS else text[:OBSERVATION_CHARS - 3] + "..."
+
+
+def step_text(step: ReactStep) -> str:
+    """The step as the transcript keeps it (the same text the grammar makes the model write)."""
+    if step.final_answer is not None:
+        return f"Thought: {step.thought}\nFinal Answer: {step.final_answer}"
+    assert step.action is not None
+    args = json.dumps(step.action.args, ensure_ascii=False, separators=(", ", ": "))
+    return f"Thought: {step.thought}\nAction: {step.action.function}\nAction Input: {args}"
+
+
+class ReactPlanner:
+    """Runs the ReAct loop; the executor runs every action (the planner never calls tools)."""
+
+    kind = "react"
+
+    def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
+                 settings: PlannerSettings | None = None, *,
+                 reuse_cache: bool = True, max_tokens: int = 200) -> None:
+        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.reuse_cache, self.max_tokens = reuse_cache, max_tokens
+
+    def next_step(self, prompt: str, final_only: bool, log: GenerationLog) -> ReactStep:
+        """The model's next step after `prompt` (the header plus the transcript so far)."""
+        if not self.reuse_cache and hasattr(self.llm, "reset_cache"):
+            self.llm.reset_cache()
+        constraint = react_step(self.tools, final_only=final_only)
+
+        def parse(text: str) -> ReactStep:
+            step = parse_react(text, self.tools)
+            if final_only and self.settings.constrain and step.final_answer is None:
+                from localagent.errors import PlanValidationError
+
+                raise PlanValidationError("the last iteration must give a Final Answer")
+            return step
+
+        return generate_checked(self.llm, prompt, parse, self.settings, log,
+                                constraint=constraint, stop=STOP, max_tokens=self.max_tokens)
+
+    def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
+            on_event: Callable[[Any], None] | None = None) -> ReactOutcome:
+        out = ReactOutcome(answer=None)
+        emit = _emitter(out, on_event)
+        prompt = react_header(goal, self.tools, self.llm)
+        seen: dict[tuple[str, str], str] = {}
+        for i in range(1, max_iterations + 1):
+            step = self.next_step(prompt, final_only=i == max_iterations, log=out.log)
+            prompt += step_text(step)
+            if step.final_answer is not None:
+                out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
+                emit("react_step", out.turns[-1].to_dict())
+                out.answer, out.stop_reason = step.final_answer, "final answer"
+                return out
+            assert step.action is not None
+            call = call_from_dict({"function": step.action.function, "args": step.action.args})
+            result = executor.run_call_sync(call, on_event=on_event)
+            out.events.extend(result.events)
+            error = result.error.message if result.error else None
+            obs = observation_text(result.value, error)
+            out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
+                                       result.value, error))
+            emit("react_step", out.turns[-1].to_dict())
+            key = (step.action.function, json.dumps(step.action.args, sort_keys=True))
+            if seen.get(key) == obs:
+                out.stop_reason = (f"repeated action {step.action.function} with the same "
+                                   f"arguments and the same observation")
+                return out
+            seen[key] = obs
+            prompt += f"\nObservation: {obs}\n"
+        out.stop_reason = f"no final answer within {max_iterations} iterations"
+        return out
+
+
+def _emitter(out: ReactOutcome | Any,
+             on_event: Callable[[Any], None] | None) -> Callable[[str, dict[str, Any]], None]:
+    def emit(kind: str, detail: dict[str, Any]) -> None:
+        event = PlannerEvent(kind, detail, time.monotonic())
+        out.events.append(event)
+        if on_event is not None:
+            on_event(event)
+
+    return emit

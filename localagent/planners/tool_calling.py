@@ -1,0 +1,140 @@
+"""The tool-calling loop (OpenAI style) with the model's own chat template and tool format.
+
+Each turn the model sees the conversation rendered by its chat template with the tools'
+OpenAI schemas, and writes one or more tool calls (Hermes/Qwen `<tool_call>` blocks under
+the `tool_call_turn` grammar) or a plain-text answer. Calls of one turn run in parallel in
+the executor; each result goes back as a `tool` message carrying the id of the call it
+answers. A text answer ends the loop; so does `max_iterations` (on the last turn the
+grammar admits only text).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from localagent.constraint import Constraint
+from localagent.errors import PlanValidationError
+from localagent.executor import ExecutionResult, Executor
+from localagent.grammar.jsonlark import Bounds
+from localagent.grammars import ToolCallTurn, parse_tool_calls, tool_call_turn
+from localagent.llm.base import LLM, Message
+from localagent.plan import call_from_dict
+from localagent.planners.base import (
+    GenerationLog,
+    PlannerEvent,
+    PlannerSettings,
+    generate_checked,
+)
+from localagent.planners.prompts import TOOLS_SYSTEM
+from localagent.tools.manual import openai_tools
+from localagent.tools.spec import ToolSpec
+
+MAX_CALLS_PER_TURN = 4
+ANSWER_ONLY = Constraint(kind="regex", source=r"[^<\s][^\x00]{0,399}", name="text-answer")
+
+
+@dataclass(frozen=True)
+class ToolTurn:
+    """One model turn: the calls it made (with ids and results) or its answer."""
+
+    calls: tuple[dict[str, Any], ...] = ()
+    answer: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": list(self.calls), "answer": self.answer}
+
+
+@dataclass
+class ToolCallingOutcome:
+    answer: str | None
+    turns: list[ToolTurn] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    stop_reason: str = ""
+    log: GenerationLog = field(default_factory=GenerationLog)
+    events: list[Any] = field(default_factory=list)
+
+
+def result_content(result: ExecutionResult) -> str:
+    """A tool message's content: the value as JSON, or the error as data for the model."""
+    if result.error is not None:
+        return json.dumps({"error": result.error.message}, ensure_ascii=False)
+    value = result.value
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+class ToolCallingPlanner:
+    """Runs the tool-calling loop; the executor runs each turn's calls concurrently."""
+
+    kind = "tools"
+
+    def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
+                 settings: PlannerSettings | None = None, *,
+                 max_tokens: int = 300) -> None:
+        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.max_tokens = max_tokens
+        self.schemas = openai_tools(self.tools)
+
+    def next_turn(self, messages: Sequence[Message], last: bool,
+                  log: GenerationLog) -> ToolCallTurn:
+        constraint = ANSWER_ONLY if last else tool_call_turn(
+            self.tools, max_calls=MAX_CALLS_PER_TURN, bounds=Bounds(max_text=400))
+
+        def parse(text: str) -> ToolCallTurn:
+            turn = parse_tool_calls(text, self.tools, max_calls=MAX_CALLS_PER_TURN)
+            if last and self.settings.constrain and turn.answer is None:
+                raise PlanValidationError("the last turn must answer in text")
+            return turn
+
+        return generate_checked(self.llm, list(messages), parse, self.settings, log,
+                                constraint=constraint, tools=self.schemas,
+                                max_tokens=self.max_tokens)
+
+    def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
+            on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
+        messages: list[Message] = [{"role": "system", "content": TOOLS_SYSTEM},
+                                   {"role": "user", "content": goal}]
+        out = ToolCallingOutcome(answer=None, messages=messages)
+        next_id = 0
+        for i in range(1, max_iterations + 1):
+            turn = self.next_turn(messages, last=i == max_iterations, log=out.log)
+            if turn.answer is not None:
+                messages.append({"role": "assistant", "content": turn.answer})
+                out.turns.append(ToolTurn(answer=turn.answer))
+                _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
+                out.answer, out.stop_reason = turn.answer, "answered in text"
+                return out
+            ids = [f"call_{next_id + k + 1}" for k in range(len(turn.calls))]
+            next_id += len(turn.calls)
+            calls = [call_from_dict({"function": c.function, "args": c.args})
+                     for c in turn.calls]
+            results = executor.run_calls_sync(calls, on_event=on_event)
+            for result in results:
+                out.events.extend(result.events)
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": cid, "type": "function",
+                 "function": {"name": c.function, "arguments": c.args}}
+                for cid, c in zip(ids, turn.calls)]})
+            record = []
+            for cid, c, result in zip(ids, turn.calls, results):
+                content = result_content(result)
+                messages.append({"role": "tool", "tool_call_id": cid, "name": c.function,
+                                 "content": content})
+                record.append({"id": cid, "function": c.function, "args": c.args,
+                               "result": result.value, "error": None if result.ok
+                               else result.error.message})  # type: ignore[union-attr]
+            out.turns.append(ToolTurn(calls=tuple(record)))
+            _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
+        out.stop_reason = f"no text answer within {max_iterations} iterations"
+        return out
+
+
+def _emit(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None, kind: str,
+          detail: dict[str, Any]) -> None:
+    event = PlannerEvent(kind, detail, time.monotonic())
+    out.events.append(event)
+    if on_event is not None:
+        on_event(event)

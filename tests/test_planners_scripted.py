@@ -1,0 +1,202 @@
+"""Fast tests of the four planners with a scripted model: retries, loops, ids, grammars."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localagent.errors import PlanningError
+from localagent.executor import Executor
+from localagent.grammars import react_step, tool_call_turn, tree_plan
+from localagent.llm import ScriptedLLM
+from localagent.plan import SequentialPlan, TreePlan
+from localagent.planners.base import PlannerSettings
+from localagent.planners.react import ReactPlanner
+from localagent.planners.sequential import SequentialPlanner
+from localagent.planners.tool_calling import ANSWER_ONLY, ToolCallingPlanner
+from localagent.planners.tree import TreePlanner
+from localagent.tools.registry import default_registry
+
+
+def compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def call(function: str, **args: object) -> dict:
+    return {"function": function, "args": args}
+
+
+INVOICE_PLAN = call("DemoPlugin.Diff",
+                    value1=call("DemoPlugin.Total",
+                                value1=call("DemoPlugin.GetInvoice", company="C"),
+                                value2=call("DemoPlugin.GetInvoice", company="F")),
+                    value2=call("DemoPlugin.Total",
+                                value1=call("DemoPlugin.GetInvoice", company="A"),
+                                value2=call("DemoPlugin.GetInvoice", company="E")))
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return default_registry()
+
+
+def test_tree_plan_parsed_and_executed(registry):
+    llm = ScriptedLLM([compact({"reasoning": "totals then diff", "plan": INVOICE_PLAN})])
+    specs = registry.specs()
+    planned = TreePlanner(llm, specs).plan("diff of totals")
+    assert isinstance(planned.plan, TreePlan)
+    assert planned.reasoning == "totals then diff"
+    assert llm.requests[0].constraint == tree_plan(specs, depth=4, reasoning_chars=200)
+    assert Executor(registry).run_sync(planned.plan).value == 21100
+
+
+def test_truncated_then_invalid_then_valid_is_retried(registry):
+    long_text = "{" + " word" * 50
+    bad = compact({"reasoning": "x", "plan": call("DemoPlugin.Totl", value1=1, value2=2)})
+    good = compact({"reasoning": "x", "plan": call("DemoPlugin.Total", value1=1, value2=2)})
+    llm = ScriptedLLM([long_text, bad, good])
+    planned = TreePlanner(llm, registry.specs(), PlannerSettings(max_tokens=10)).plan("g")
+    assert planned.plan.root.function == "DemoPlugin.Total"
+    assert (planned.log.truncations, planned.log.parse_failures, planned.log.attempts) == (1, 1, 3)
+    assert llm.requests[1].max_tokens == 20  # doubled after the truncation
+
+
+def test_bounded_retries_raise_planning_error(registry):
+    llm = ScriptedLLM(["not json"] * 3)
+    with pytest.raises(PlanningError, match="3 attempts"):
+        TreePlanner(llm, registry.specs()).plan("g")
+    assert len(llm.requests) == 3
+
+
+def test_unconstrained_passes_no_constraint(registry):
+    llm = ScriptedLLM(["```json\n" + compact(INVOICE_PLAN) + "\n```"])
+    planned = TreePlanner(llm, registry.specs(), PlannerSettings(constrain=False)).plan("g")
+    assert llm.requests[0].constraint is None
+    assert planned.plan.root.function == "DemoPlugin.Diff"
+
+
+def test_sequential_plan_pipes_input(registry):
+    plan = {"input": "hello", "subtasks": [call("TextPlugin.trim"),
+                                           call("TextPlugin.uppercase")]}
+    llm = ScriptedLLM([compact(plan)])
+    planned = SequentialPlanner(llm, registry.specs()).plan("shout hello")
+    assert isinstance(planned.plan, SequentialPlan)
+    assert Executor(registry).run_sync(planned.plan).value == "HELLO"
+
+
+def test_prompts_never_show_example_plugins_in_examples(registry):
+    llm = ScriptedLLM([compact(INVOICE_PLAN)])
+    specs = [s for s in registry.specs() if s.plugin == "TimePlugin"]
+    with pytest.raises(PlanningError):
+        TreePlanner(llm, specs, PlannerSettings(retries=0)).plan("g")
+    prompt = llm.requests[0].prompt
+    for name in ("DemoPlugin", "PersonalAssistant", "WeatherPlugin", "CurrencyPlugin"):
+        assert name not in prompt
+
+
+# --- ReAct -----------------------------------------------------------------------------
+
+
+def react_specs(registry):
+    return [registry.spec("PersonalAssistant.GetPersonAge"), registry.spec("MathPlugin.Calculator")]
+
+
+def test_react_two_steps_then_final_answer_with_prefix_growth(registry):
+    llm = ScriptedLLM([
+        'Thought: I need the age.\nAction: PersonalAssistant.GetPersonAge\n'
+        'Action Input: {"name": "Furina"}',
+        'Thought: Now the power.\nAction: MathPlugin.Calculator\n'
+        'Action Input: {"expression": "16**0.43"}',
+        "Thought: I now know the final answer\nFinal Answer: 3.2943",
+    ])
+    out = ReactPlanner(llm, react_specs(registry)).run("Furina's age ** 0.43",
+                                                       Executor(registry))
+    assert out.answer == "3.2943" and out.stop_reason == "final answer"
+    assert [t.function for t in out.turns[:2]] == ["PersonalAssistant.GetPersonAge",
+                                                   "MathPlugin.Calculator"]
+    assert out.turns[0].observation == 16
+    prompts = [r.prompt for r in llm.requests]
+    assert prompts[1].startswith(prompts[0]) and prompts[2].startswith(prompts[1])
+    assert prompts[1].endswith("\nObservation: 16\n")
+    assert out.log.usage.prompt_tokens_reused > 0
+
+
+def test_react_last_iteration_only_allows_final_answer(registry):
+    action = ('Thought: again\nAction: PersonalAssistant.GetPersonAge\n'
+              'Action Input: {"name": "Alice"}')
+    llm = ScriptedLLM([action, "Thought: done\nFinal Answer: 34"])
+    specs = react_specs(registry)
+    out = ReactPlanner(llm, specs).run("Alice's age", Executor(registry), max_iterations=2)
+    assert llm.requests[0].constraint == react_step(specs, final_only=False)
+    assert llm.requests[1].constraint == react_step(specs, final_only=True)
+    assert out.answer == "34"
+
+
+def test_react_repeated_action_with_same_observation_stops(registry):
+    action = ('Thought: look\nAction: PersonalAssistant.GetPersonAge\n'
+              'Action Input: {"name": "Bob"}')
+    llm = ScriptedLLM([action, action, action])
+    out = ReactPlanner(llm, react_specs(registry)).run("Bob", Executor(registry),
+                                                       max_iterations=5)
+    assert out.answer is None
+    assert "repeated action PersonalAssistant.GetPersonAge" in out.stop_reason
+    assert len(llm.requests) == 2
+
+
+def test_react_tool_error_is_an_observation(registry):
+    llm = ScriptedLLM([
+        'Thought: t\nAction: PersonalAssistant.GetPersonAge\nAction Input: {"name": "Zed"}',
+        "Thought: t\nFinal Answer: unknown"])
+    out = ReactPlanner(llm, react_specs(registry)).run("Zed", Executor(registry))
+    assert "no person named" in (out.turns[0].error or "")
+    assert "Observation: error:" in llm.requests[1].prompt
+
+
+# --- tool calling ----------------------------------------------------------------------
+
+
+def tc(name: str, **args: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
+def test_tool_calls_in_parallel_matched_by_id(registry):
+    specs = [registry.spec("WeatherPlugin.DidItRainToday"),
+             registry.spec("CurrencyPlugin.ConvertCurrency")]
+    llm = ScriptedLLM([
+        tc("WeatherPlugin.DidItRainToday", city="Athens") + "\n"
+        + tc("WeatherPlugin.DidItRainToday", city="Madrid"),
+        tc("CurrencyPlugin.ConvertCurrency", amount=100, from_currency="EUR",
+           to_currency="USD"),
+        "You won 108.0 USD.",
+    ])
+    out = ToolCallingPlanner(llm, specs).run("bet", Executor(registry))
+    assert out.answer == "You won 108.0 USD." and out.stop_reason == "answered in text"
+    first = out.turns[0].calls
+    assert [(c["id"], c["result"]) for c in first] == [("call_1", True), ("call_2", False)]
+    tool_msgs = [m for m in out.messages if m["role"] == "tool"]
+    assert [(m["tool_call_id"], m["content"]) for m in tool_msgs] == [
+        ("call_1", "true"), ("call_2", "false"), ("call_3", "108.0")]
+    assistant = [m for m in out.messages if m.get("tool_calls")][0]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
+    assert llm.requests[0].constraint == tool_call_turn(specs, max_calls=4, bounds=_bounds())
+
+
+def _bounds():
+    from localagent.grammar.jsonlark import Bounds
+
+    return Bounds(max_text=400)
+
+
+def test_tool_calling_last_turn_must_answer(registry):
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    llm = ScriptedLLM([tc("WeatherPlugin.DidItRainToday", city="Athens"), "It rained."])
+    out = ToolCallingPlanner(llm, specs).run("rain?", Executor(registry), max_iterations=2)
+    assert llm.requests[1].constraint == ANSWER_ONLY
+    assert out.answer == "It rained."
+
+
+def test_tool_calling_early_exit_without_calls(registry):
+    llm = ScriptedLLM(["Hello!"])
+    out = ToolCallingPlanner(llm, registry.specs()).run("hi", Executor(registry))
+    assert out.answer == "Hello!" and len(out.turns) == 1
