@@ -104,10 +104,10 @@ def react_specs(registry):
 
 def test_react_two_steps_then_final_answer_with_prefix_growth(registry):
     llm = ScriptedLLM([
-        'Thought: I need the age.\nAction: PersonalAssistant.GetPersonAge\n'
-        'Action Input: {"name": "Furina"}',
-        'Thought: Now the power.\nAction: MathPlugin.Calculator\n'
-        'Action Input: {"expression": "16**0.43"}',
+        ('Thought: I need the age.\nAction: PersonalAssistant.GetPersonAge\n'
+         'Action Input: {"name": "Furina"}'),
+        ('Thought: Now the power.\nAction: MathPlugin.Calculator\n'
+         'Action Input: {"expression": "16**0.43"}'),
         "Thought: I now know the final answer\nFinal Answer: 3.2943",
     ])
     out = ReactPlanner(llm, react_specs(registry)).run("Furina's age ** 0.43",
@@ -177,7 +177,7 @@ def test_tool_calls_in_parallel_matched_by_id(registry):
     tool_msgs = [m for m in out.messages if m["role"] == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in tool_msgs] == [
         ("call_1", "true"), ("call_2", "false"), ("call_3", "108.0")]
-    assistant = [m for m in out.messages if m.get("tool_calls")][0]
+    assistant = next(m for m in out.messages if m.get("tool_calls"))
     assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
     assert llm.requests[0].constraint == tool_call_turn(specs, max_calls=4, bounds=_bounds())
 

@@ -77,8 +77,9 @@ def generate_checked(
     budget = max_tokens or settings.max_tokens
     last = ""
     for attempt in range(settings.retries + 1):
-        kwargs = dict(max_tokens=budget, stop=stop, temperature=settings.temperature,
-                      seed=settings.seed + attempt, constraint=used)
+        kwargs: dict[str, Any] = {"max_tokens": budget, "stop": stop, "constraint": used,
+                                  "temperature": settings.temperature,
+                                  "seed": settings.seed + attempt}
         if isinstance(prompt, str):
             completion = llm.complete(prompt, **kwargs)  # type: ignore[arg-type]
         else:

@@ -51,8 +51,8 @@ TREE_EXAMPLES: tuple[tuple[str, str, dict[str, Any]], ...] = (
      "1. get the stock of pears; 2. get the price of pears; 3. multiply them",
      _call("Math.Multiply", value1=_STOCK("pears"), value2=_call("Shop.GetPrice", item="pears"))),
     ("How many more apples are in stock than pears and plums together?",
-     "1. get the stock of apples; 2. add the stock of pears and of plums; "
-     "3. subtract the sum from the apples",
+     ("1. get the stock of apples; 2. add the stock of pears and of plums; "
+      "3. subtract the sum from the apples"),
      _call("Math.Subtract", value1=_STOCK("apples"),
            value2=_call("Math.Add", value1=_STOCK("pears"), value2=_STOCK("plums")))),
     ("What is the stock of figs plus 12?",

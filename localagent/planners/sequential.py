@@ -41,7 +41,7 @@ class SequentialPlanner:
     kind = "sequential"
 
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
-                 settings: PlannerSettings = PlannerSettings()) -> None:
+                 settings: PlannerSettings | None = None) -> None:
         self.llm, self.settings = llm, settings or PlannerSettings()
         self.tools = list(tools)
         self._piped = [piped(t) for t in self.tools]

@@ -1,0 +1,93 @@
+"""Benchmark the planners on the four documented scenarios with the real default model.
+
+Per (scenario, planner): LLM calls, prompt tokens evaluated (and reused from the KV cache),
+completion tokens, seconds and success, over `--seeds` seeds (seed 0 is greedy; later
+seeds sample at `--temperature`). Then ReAct on the Furina goal twice in one run: with KV
+cache reuse, and with the cache reset before every step; the ratio of prompt tokens
+evaluated is printed.
+
+    python scripts/bench_scenarios.py [--seeds 1] [--only invoice,furina] [--planners ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from localagent.agent import Agent
+from localagent.executor import Executor
+from localagent.llm import load_llm
+from localagent.planners.base import MeteredLLM, PlannerSettings
+from localagent.planners.react import ReactPlanner
+from localagent.planners.scenarios import Scenario, scenarios
+
+
+def bench_one(llm, scenario: Scenario, planner: str, seeds: int, temperature: float) -> str:
+    rows = []
+    for seed in range(seeds):
+        settings = PlannerSettings(temperature=0.0 if seed == 0 else temperature, seed=seed)
+        agent = Agent(llm, registry=scenario.registry(llm), settings=settings)
+        result = agent.run(scenario.goal, planner=planner, max_iterations=4)
+        why = scenario.judge(result)
+        rows.append((result, why))
+        mark = "ok" if why is None else f"FAIL: {why}"
+        print(f"    seed {seed}: {mark[:160]}", flush=True)
+    solved = sum(why is None for _, why in rows)
+    first = rows[0][0]
+    u = first.usage
+    return (f"{scenario.name:9} {planner:10} {u.calls:5} {u.prompt_tokens_evaluated:9} "
+            f"{u.prompt_tokens_reused:7} {u.completion_tokens:6} {first.seconds:8.1f} "
+            f"{solved}/{seeds}")
+
+
+def bench_cache(llm) -> str:
+    scenario = next(s for s in scenarios() if s.name == "furina")
+    lines = []
+    evaluated = {}
+    for reuse in (True, False):
+        metered = MeteredLLM(llm)
+        registry = scenario.registry(metered)
+        planner = ReactPlanner(metered, registry.specs(), reuse_cache=reuse)
+        llm.reset_cache()
+        start = time.perf_counter()
+        out = planner.run(scenario.goal, Executor(registry), max_iterations=4)
+        u = metered.usage
+        evaluated[reuse] = u.prompt_tokens_evaluated
+        lines.append(f"  reuse={reuse!s:5}: {u.calls} steps, prompt tokens {u.prompt_tokens}, "
+                     f"evaluated {u.prompt_tokens_evaluated}, reused {u.prompt_tokens_reused}, "
+                     f"{time.perf_counter() - start:.1f}s, answer {out.answer!r}")
+    ratio = evaluated[True] / max(evaluated[False], 1)
+    lines.append(f"  evaluated with reuse / without = {ratio:.3f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--planners", default="", help="comma-separated planners")
+    parser.add_argument("--no-cache-bench", action="store_true")
+    args = parser.parse_args()
+    llm = load_llm()
+    print(f"model {llm.info.name}, {args.seeds} seed(s); usage columns are seed 0's")
+    header = (f"{'scenario':9} {'planner':10} {'calls':>5} {'evaluated':>9} {'reused':>7} "
+              f"{'compl':>6} {'seconds':>8} solved")
+    table = []
+    for scenario in scenarios():
+        if args.only and scenario.name not in args.only.split(","):
+            continue
+        for planner in scenario.planners:
+            if args.planners and planner not in args.planners.split(","):
+                continue
+            print(f"{scenario.name} / {planner}", flush=True)
+            table.append(bench_one(llm, scenario, planner, args.seeds, args.temperature))
+    print("\n" + header)
+    print("\n".join(table))
+    if not args.no_cache_bench:
+        print("\nReAct on the Furina goal, KV cache reuse against a reset before every step:")
+        print(bench_cache(llm))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""`localagent run` / `localagent plan`: exit codes, --json shape, bad input (scripted model),
+and one run on the real default model through a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+from typer.testing import CliRunner
+
+import localagent.llm
+from localagent.cli import app
+from localagent.llm import ScriptedLLM
+from localagent.plan import plan_from_json
+from localagent.planners.scenarios import INVOICE
+
+PLAN = {"reasoning": "r", "plan": {"function": "DemoPlugin.Diff", "args": {
+    "value1": {"function": "DemoPlugin.GetInvoice", "args": {"company": "C"}}, "value2": 100}}}
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    llm = ScriptedLLM()
+    monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
+    return llm
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_help_has_an_example(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0 and "Example" in result.output
+
+
+def test_run_json_answer(scripted):
+    scripted.enqueue(json.dumps(PLAN))
+    result = runner.invoke(app, ["run", "C minus 100", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["answer"] == 19900 and data["planner"] == "tree"
+    assert {"model", "plan", "steps", "usage", "seconds"} <= set(data)
+
+
+def test_run_live_view_shows_calls(scripted):
+    scripted.enqueue(json.dumps(PLAN))
+    result = runner.invoke(app, ["run", "C minus 100"])
+    assert result.exit_code == 0
+    assert "DemoPlugin.GetInvoice" in result.output and "answer: 19900" in result.output
+
+
+def test_run_without_answer_exits_1(scripted):
+    scripted.enqueue("x", "y", "z")
+    result = runner.invoke(app, ["run", "C minus 100"])
+    assert result.exit_code == 1
+    assert "no valid output after 3 attempts" in result.output
+
+
+def test_plan_prints_a_loadable_plan(scripted):
+    scripted.enqueue(json.dumps(PLAN))
+    result = runner.invoke(app, ["plan", "C minus 100"])
+    assert result.exit_code == 0
+    assert plan_from_json(result.output).root.function == "DemoPlugin.Diff"
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "   "],
+    ["run", "g", "--planner", "nope"],
+    ["run", "g", "--max-iterations", "0"],
+    ["run", "g", "--threshold", "2"],
+    ["run", "g", "--exclude-plugin", "NoSuchPlugin", "--max-tools", "3"],
+    ["plan", "g", "--planner", "react"],
+    ["run", "g", "--plugins", "/nonexistent/plugin.py"],
+])
+def test_bad_input_exits_2_with_one_line(scripted, args):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_real_model_run_json(default_model_path):
+
+    excluded = ["PersonalAssistant", "WeatherPlugin", "CurrencyPlugin", "TextPlugin",
+                "TimePlugin", "MathPlugin"]
+    args = ["run", INVOICE, "--planner", "tree", "--json"]
+    for plugin in excluded:
+        args += ["--exclude-plugin", plugin]
+    proc = run_cli(*args, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["answer"] == 21100 and data["model"] == "qwen2.5-coder-0.5b-instruct"
