@@ -65,8 +65,9 @@ class MathPlugin:
             "An arithmetic expression using numbers, + - * / ** and parentheses, e.g. 16**0.43.",
         ],
     ) -> float:
-        """Evaluate an arithmetic expression and return the number.
+        """Evaluate an arithmetic expression (numbers, + - * / ** for powers, parentheses,
+        sqrt, abs, round, log, exp, min, max) and return the number.
 
-        Supports + - * / // % ** (power), parentheses and sqrt, abs, round, log, exp, min, max.
+        The summary above is the tool's description: a small model plans from it.
         """
         return calculate(expression)
