@@ -15,7 +15,6 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_DIR = PACKAGE_DIR.parent
 CATALOG_PATH = REPO_DIR / "models" / "catalog.toml"
 GRAMMARS_DIR = REPO_DIR / "grammars"
-SAMPLES_DIR = REPO_DIR / "samples"
 
 
 def home_dir() -> Path:
