@@ -48,15 +48,16 @@ def _call(function: str, **args: Any) -> dict[str, Any]:
 _STOCK = lambda item: _call("Inventory.GetStock", item=item)
 TREE_EXAMPLES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("What is the value of the pears in stock (units in stock times unit price)?",
-     "1. get the stock of pears; 2. get the price of pears; 3. multiply them",
+     ("1. Inventory.GetStock of pears; 2. Shop.GetPrice of pears; "
+      "3. Math.Multiply of step 1 and step 2"),
      _call("Math.Multiply", value1=_STOCK("pears"), value2=_call("Shop.GetPrice", item="pears"))),
     ("How many more apples are in stock than pears and plums together?",
-     ("1. get the stock of apples; 2. add the stock of pears and of plums; "
-      "3. subtract the sum from the apples"),
+     ("1. Inventory.GetStock of apples; 2. Math.Add of Inventory.GetStock of pears and "
+      "of plums; 3. Math.Subtract of step 2 from step 1"),
      _call("Math.Subtract", value1=_STOCK("apples"),
            value2=_call("Math.Add", value1=_STOCK("pears"), value2=_STOCK("plums")))),
     ("What is the stock of figs plus 12?",
-     "1. get the stock of figs; 2. add 12 to it",
+     "1. Inventory.GetStock of figs; 2. Math.Add of step 1 and 12",
      _call("Math.Add", value1=_STOCK("figs"), value2=12)),
 )
 
