@@ -255,3 +255,12 @@ def test_format_instructions_describe_every_tool() -> None:
         assert all(t.qualified_name in text for t in TOOLS)
     assert "Total(value1: number, value2: number) -> number" in G.format_instructions(
         "tree", TOOLS)
+
+
+def test_free_text_excludes_emoji_so_characters_bound_tokens() -> None:
+    c = G.react_step(TOOLS)
+    assert matches(c, "Thought: Zürich, Ελλάδα, Москва\nFinal Answer: 21 °C")
+    assert not matches(c, "Thought: done 🌟 🌟\nFinal Answer: 1")
+    assert not matches(c, "Thought: done\nFinal Answer: " + "x" * 161)
+    turn = G.tool_call_turn(TOOLS)
+    assert not matches(turn, "<b>bold</b>")  # an answer never starts like a call

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
-from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
+from localagent.grammar.jsonlark import (
+    FIRST_CHAR,
+    TEXT_CHAR,
+    Bounds,
+    LarkRules,
+    Schema,
+    jtext,
+    lit,
+)
 from localagent.grammar.types import fits
 from localagent.paths import GRAMMARS_DIR
 from localagent.tools.spec import ToolSpec
@@ -108,9 +116,9 @@ def _args_rules(rules: LarkRules, tools: Sequence[ToolSpec], prefix: str,
     return names
 
 
-def _bounded_text(rules: LarkRules, n: int, *, newline: bool = False) -> str:
-    char = r"[^\x00-\x08\x0b-\x1f]" if newline else r"[^\n\x00-\x1f]"
-    return f"/[^\\s]{char}{{0,{max(n - 1, 0)}}}/"
+def _bounded_text(n: int) -> str:
+    """One line of 1..n printable characters, not starting with a space."""
+    return f"/{FIRST_CHAR}{TEXT_CHAR}{{0,{max(n - 1, 0)}}}/"
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
@@ -207,8 +215,8 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
         if allowed_finals:
             final = " | ".join(lit(" ".join(a.split())) for a in allowed_finals)
         else:
-            final = _bounded_text(rules, bounds.max_text)
-        return _render("react", thought=_bounded_text(rules, bounds.max_text),
+            final = _bounded_text(bounds.max_text)
+        return _render("react", thought=_bounded_text(bounds.max_text),
                        step="final" if final_only else "(action | final)",
                        actions=actions, final=final, rules=rules.render())
 
@@ -228,8 +236,9 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
             call_format.name_key, t.qualified_name, call_format.args_key, a))
         calls = (f"call ({lit(call_format.separator)} call){{0,{max_calls - 1}}}"
                  if max_calls > 1 else "call")
-        first = call_format.open[:1] or "<"
-        answer = f"/[^\\s{_rx_escape(first)}][^\\x00]{{0,{bounds.max_text - 1}}}/"
+        # The answer may not start like a call, so the two alternatives never overlap.
+        first = FIRST_CHAR[:-1] + "&&[^" + _rx_escape(call_format.open[:1] or "<") + "]]"
+        answer = f"/{first}(?:{TEXT_CHAR}|\\n){{0,{bounds.max_text - 1}}}/"
         return _render("tool_call", start="calls | answer" if allow_answer else "calls",
                        calls=calls, open=lit(call_format.open), close=lit(call_format.close),
                        bodies=" | ".join(heads), answer=answer, rules=rules.render())

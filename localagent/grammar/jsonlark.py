@@ -34,7 +34,17 @@ class Bounds:
     max_items: int = 8  # items of an array that has no smaller maxItems
     max_props: int = 6  # keys of a free-form object
     max_depth: int = 3  # nesting of free-form JSON values and recursive $refs
-    max_text: int = 240  # characters of free text (thought, reasoning, answers)
+    max_text: int = 160  # characters of free text (thought, reasoning, answers)
+
+
+# Letters of the Latin, Greek and Cyrillic scripts beyond ASCII. Free text and strings
+# exclude emoji, symbols and CJK on purpose: a small model can fill a character budget with
+# emoji at several tokens each and run past max_tokens (seen: "🌟 🌟 🌟 ..."), so a bound
+# in characters would no longer bound tokens.
+WIDE = "\u00a0-\u024f\u0370-\u03ff\u0400-\u04ff"
+TEXT_CHAR = f"[\\x20-\\x7e{WIDE}]"  # printable, one line
+FIRST_CHAR = f"[\\x21-\\x7e{WIDE}]"  # printable, not a space
+JSON_CHAR = f"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, no backslash
 
 
 def lit(text: str) -> str:
@@ -80,7 +90,7 @@ class LarkRules:
         n = min(max_len if max_len is not None else self.bounds.max_string,
                 self.bounds.max_string)
         n = max(n, min_len)
-        char = r'(?:[^"\\\x00-\x1f\x7f]|\\["\\bfnrt]|\\u[0-9a-fA-F]{4})'
+        char = f'(?:{JSON_CHAR}|\\\\["\\\\bfnrt]|\\\\u[0-9a-fA-F]{{4}})'
         return f'/"{char}{{{min_len},{n}}}"/'
 
     def number(self, integer: bool, nonnegative: bool) -> str:

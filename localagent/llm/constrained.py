@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +130,9 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
     with _LOCK:
         if key not in _TOKENIZERS:
             model = llama._model
-            tok = lltokenizer_from_vocab(model.vocab, eos_token=_stop_tokens(llama))
+            with warnings.catch_warnings():  # one deprecation warning per vocab entry
+                warnings.simplefilter("ignore", DeprecationWarning)
+                tok = lltokenizer_from_vocab(model.vocab, eos_token=_stop_tokens(llama))
             _TOKENIZERS[key] = (tok, model)
             _STATS.tokenizer_builds += 1
         return key, _TOKENIZERS[key][0]
@@ -205,11 +208,10 @@ class ConstrainedProcessor:
             raise ConstraintError(f"grammar matcher failed: {self._matcher.get_error()}")
         self._matcher.unsafe_compute_mask_ptr(
             self._bitmask.ctypes.data_as(ctypes.c_void_p).value, self._bitmask.nbytes)
-        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
         n = min(len(scores), self._vocab_size)
-        out = np.full_like(scores, -np.inf)
-        keep = allowed[:n].astype(bool)
-        out[:n][keep] = scores[:n][keep]
+        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[:n]
+        out = np.full(len(scores), -np.inf, dtype=scores.dtype)
+        np.copyto(out[:n], scores[:n], where=allowed.view(bool))
         return out
 
     @property
