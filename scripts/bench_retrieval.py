@@ -1,0 +1,189 @@
+"""Retrieval benchmark: quality, latency, indexing cost and prompt tokens saved.
+
+Run: .venv/bin/python scripts/bench_retrieval.py [--sizes 1000,10000] [--top-k 5]
+
+Data: benchmarks/retrieval/tools.txt (545 tool descriptions over 37 plugins) and
+queries.txt (183 goals, each labelled with every function it needs), written for this
+project. Quality is measured on those 545 tools. Latency at N tools pads the catalog with
+synthetic variants: copy i of a tool moves to plugin `<plugin>_<vendor>` and its description
+gets a vendor- and region-specific prefix, so every padded text is distinct and embedded
+for real (no random vectors).
+
+Metrics: recall@k = |expected in top k| / min(k, |expected|), averaged over queries (so a
+one-tool query scores 1 at k=1 when it ranks first); MRR = mean of 1/rank of the first
+expected tool (0 when none is in the top 50). Tokens: the planner manual
+(`localagent.tools.manual.render_manual`) of all tools against that of the top-k, counted
+with the default model's tokenizer (llama.cpp, vocab only) when available, else len/4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from localagent.retrieval import CountingEmbedder, MiniLMEmbedder, ToolIndex
+from localagent.retrieval.dataset import LabelledQuery, load_queries, load_tools
+from localagent.tools.spec import ToolSpec
+
+VENDORS = ["acme", "globex", "initech", "umbrella", "stark", "wayne", "hooli", "vandelay",
+           "soylent", "tyrell", "cyberdyne", "wonka", "oscorp", "aperture", "massive",
+           "pied", "dunder", "gringotts", "monarch", "nakatomi"]
+REGIONS = ["EU", "US", "APAC", "LATAM", "UK", "Nordics", "DACH", "Benelux", "Iberia"]
+
+
+def pad(specs: Sequence[ToolSpec], n: int) -> list[ToolSpec]:
+    out = list(specs)
+    i = 0
+    while len(out) < n:
+        base = specs[i % len(specs)]
+        copy = i // len(specs)
+        vendor, region = VENDORS[copy % len(VENDORS)], REGIONS[(i + copy) % len(REGIONS)]
+        out.append(replace(
+            base,
+            plugin=f"{base.plugin}_{vendor}{copy // len(VENDORS) or ''}",
+            description=f"For {vendor.title()} customers in the {region} region: "
+                        f"{base.description}",
+        ))
+        i += 1
+    return out
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def family(name: str) -> str:
+    """`weather_acme.GetForecast` -> `weather.GetForecast`: a padded variant's original."""
+    plugin, _, fn = name.partition(".")
+    return f"{plugin.split('_')[0]}.{fn}"
+
+
+def quality(index: ToolIndex, queries: Sequence[LabelledQuery],
+            key: Callable[[str], str] = str) -> dict[str, float]:
+    r1, r5, rr = [], [], []
+    for q in queries:
+        ranked = list(dict.fromkeys(key(h.qualified_name)
+                                    for h in index.search(q.query, top_k=200)))[:50]
+        expected = set(q.expected)
+        r1.append(len(expected & set(ranked[:1])) / min(1, len(expected)))
+        r5.append(len(expected & set(ranked[:5])) / min(5, len(expected)))
+        first = next((i for i, name in enumerate(ranked, 1) if name in expected), None)
+        rr.append(1 / first if first else 0.0)
+    return {"recall@1": statistics.mean(r1), "recall@5": statistics.mean(r5),
+            "mrr": statistics.mean(rr)}
+
+
+def misses(index: ToolIndex, queries: Sequence[LabelledQuery], k: int = 5) -> list[str]:
+    lines = []
+    for q in queries:
+        top = [h.qualified_name for h in index.search(q.query, top_k=k)]
+        lost = [e for e in q.expected if e not in top]
+        if lost:
+            lines.append(f"  {q.query!r}: missing {lost}; top: {top[:3]}")
+    return lines
+
+
+def latency(index: ToolIndex, queries: Sequence[LabelledQuery],
+            embedder: MiniLMEmbedder) -> tuple[list[float], list[float]]:
+    """End-to-end search() times and Chroma-only query times, in milliseconds."""
+    total, chroma = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        index.search(q.query, top_k=10)
+        total.append((time.perf_counter() - t0) * 1000)
+        vec = embedder.embed([q.query])
+        t0 = time.perf_counter()
+        index._collection.query(query_embeddings=vec, n_results=10)
+        chroma.append((time.perf_counter() - t0) * 1000)
+    return total, chroma
+
+
+def token_counter() -> tuple[Callable[[str], int], str]:
+    try:
+        import llama_cpp
+
+        from localagent.llm import ensure_model, load_catalog
+
+        path = ensure_model(load_catalog().get("qwen2.5-coder-0.5b-instruct"))
+        vocab = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+        return (lambda text: len(vocab.tokenize(text.encode(), add_bos=False)),
+                "qwen2.5-coder-0.5b-instruct tokenizer")
+    except Exception as exc:  # the benchmark still runs without the model
+        return (lambda text: max(1, len(text) // 4), f"len/4 approximation ({exc!r:.80})")
+
+
+def tokens_saved(index: ToolIndex, specs: Sequence[ToolSpec],
+                 queries: Sequence[LabelledQuery], k: int) -> None:
+    from localagent.tools.manual import render_manual
+
+    count, how = token_counter()
+    by_name = {s.qualified_name: s for s in specs}
+    full = count(render_manual(specs))
+    filtered = [count(render_manual([by_name[h.qualified_name]
+                                     for h in index.search(q.query, top_k=k)]))
+                for q in queries]
+    mean = statistics.mean(filtered)
+    print(f"prompt tokens ({how}): manual of all {len(specs)} tools {full}; "
+          f"top-{k} manual mean {mean:.0f} (max {max(filtered)}); "
+          f"saved {full - mean:.0f} tokens a prompt ({100 * (1 - mean / full):.1f}%)")
+
+
+def index_timed(path: Path, specs: Sequence[ToolSpec], embedder: CountingEmbedder) -> None:
+    t0 = time.perf_counter()
+    index = ToolIndex(path, embedder)
+    first = index.sync(specs)
+    t1 = time.perf_counter()
+    calls = embedder.calls
+    second = ToolIndex(path, embedder).sync(specs)
+    t2 = time.perf_counter()
+    print(f"index {len(specs)} tools: first sync {t1 - t0:.2f} s "
+          f"({first.embedded / (t1 - t0):.0f} tools/s, embedded {first.embedded}); "
+          f"second sync, nothing changed: {t2 - t1:.3f} s, embedded {second.embedded}, "
+          f"embedder calls {embedder.calls - calls} (ratio {(t2 - t1) / (t1 - t0):.3f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--top-k", type=int, default=5)
+    args = parser.parse_args()
+    specs, queries = load_tools(), load_queries()
+    print(f"labelled set: {len(specs)} tools in {len({s.plugin for s in specs})} plugins, "
+          f"{len(queries)} queries ({sum(len(q.expected) > 1 for q in queries)} need >1 tool)")
+    embedder = MiniLMEmbedder()
+    t0 = time.perf_counter()
+    embedder.embed(["warm up"])
+    print(f"embedding model load: {time.perf_counter() - t0:.2f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        counting = CountingEmbedder(embedder)
+        index_timed(Path(tmp) / "base", specs, counting)
+        index = ToolIndex(Path(tmp) / "base", embedder)
+        scores = quality(index, queries)
+        print("quality on {} tools: recall@1 {recall@1:.3f}, recall@5 {recall@5:.3f}, "
+              "MRR {mrr:.3f}".format(len(specs), **scores))
+        lost = misses(index, queries)
+        print(f"queries with an expected tool outside the top 5: {len(lost)}")
+        print("\n".join(lost[:15]))
+        tokens_saved(index, specs, queries, args.top_k)
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            padded = pad(specs, size)
+            index_timed(Path(tmp) / f"n{size}", padded, CountingEmbedder(embedder))
+            big = ToolIndex(Path(tmp) / f"n{size}", embedder)
+            total, chroma = latency(big, queries, embedder)
+            print(f"latency at {size} tools: search p50 {pct(total, .5):.1f} ms, "
+                  f"p95 {pct(total, .95):.1f} ms (Chroma query alone p50 "
+                  f"{pct(chroma, .5):.2f} ms, p95 {pct(chroma, .95):.2f} ms)")
+            big_scores = quality(big, queries, key=family)
+            print("  quality at {} tools (a vendor variant counts as its original): "
+                  "recall@1 {recall@1:.3f}, "
+                  "recall@5 {recall@5:.3f}, MRR {mrr:.3f}".format(size, **big_scores))
+
+
+if __name__ == "__main__":
+    main()
