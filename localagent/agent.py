@@ -51,6 +51,7 @@ class AgentResult:
     tools: list[str] = field(default_factory=list)
     parse_failures: int = 0
     stop_reason: str = ""
+    outputs: list[str] = field(default_factory=list)  # the model's raw planning texts
 
     @property
     def ok(self) -> bool:
@@ -60,7 +61,8 @@ class AgentResult:
         return {"answer": self.answer, "planner": self.planner, "model": self.model,
                 "plan": self.plan, "steps": self.steps, "usage": self.usage.to_dict(),
                 "seconds": round(self.seconds, 3), "error": self.error, "tools": self.tools,
-                "parse_failures": self.parse_failures, "stop_reason": self.stop_reason}
+                "parse_failures": self.parse_failures, "stop_reason": self.stop_reason,
+                "outputs": self.outputs}
 
 
 class Agent:
@@ -201,7 +203,7 @@ class _RunContext:
             usage=usage_since(llm, self.before), seconds=time.perf_counter() - self.start,
             error=error, tools=[s.qualified_name for s in self.specs],
             parse_failures=self.log.parse_failures + self.log.truncations,
-            stop_reason=stop_reason or ("" if error else "done"))
+            stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw))
 
 
 def _check(goal: str, planner: str, *, plan_only: bool) -> None:

@@ -31,7 +31,9 @@ def bench_one(llm, scenario: Scenario, planner: str, seeds: int, temperature: fl
         why = scenario.judge(result)
         rows.append((result, why))
         mark = "ok" if why is None else f"FAIL: {why}"
-        print(f"    seed {seed}: {mark[:160]}", flush=True)
+        print(f"    seed {seed}: {mark[:300]}", flush=True)
+        if why is not None:
+            print(f"      model outputs: {result.outputs}"[:1500], flush=True)
     solved = sum(why is None for _, why in rows)
     first = rows[0][0]
     u = first.usage
