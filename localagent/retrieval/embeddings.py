@@ -114,7 +114,10 @@ class MiniLMEmbedder:
                 f"cannot load the embedding model from {path}: {type(exc).__name__}: {exc}",
                 hint=hint,
             ) from exc
-        got = model.get_sentence_embedding_dimension()
+        dimension = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension"
+        )
+        got = dimension()
         if got != self.dim:
             raise EmbeddingModelError(
                 f"the embedding model at {path} produces {got}-dimensional vectors, "

@@ -20,6 +20,7 @@ that function in every plugin. Semantic Kernel filters only when a threshold is 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +70,25 @@ class ScoredTool:
     score: float  # cosine similarity to the goal, 1 - cosine distance
 
 
+# Clause boundaries: punctuation and the words that join the steps of a multi-step goal.
+_CLAUSE_SPLIT = re.compile(r"[,;:?!.]|\b(?:and|then|between|after|before|also)\b", re.IGNORECASE)
+
+
+def goal_queries(goal: str) -> list[str]:
+    """The goal and its clauses (two words or more), the texts a goal is searched with.
+
+    Why: one vector for a multi-step goal leans toward its most prominent step ("company
+    invoices") and buries the others ("difference"). Scoring each function by its best
+    similarity to the goal or any clause finds every step's function; measured in
+    scripts/bench_retrieval.py (it also shows the small cost on one-step goals).
+    """
+    goal = goal.strip()
+    clauses = [c.strip() for c in _CLAUSE_SPLIT.split(goal)]
+    whole = goal.rstrip(" ?!.")
+    kept = [c for c in clauses if len(c.split()) >= 2 and c != whole]
+    return list(dict.fromkeys([goal, *kept]))
+
+
 def _matches(spec: ToolSpec, names: Sequence[str]) -> bool:
     return spec.qualified_name in names or spec.name in names
 
@@ -101,6 +121,8 @@ def filter_tools(
 
     Syncs `specs` into the index without pruning (other registries' functions stay), then
     searches only among the allowed functions, so a stale entry can never be returned.
+    A function's score is its best similarity to the goal or one of its clauses
+    (`goal_queries`).
     """
     _check_unique(specs)
     _check_known(specs, options)
@@ -116,7 +138,8 @@ def filter_tools(
     top_k = len(allowed)
     if options.max_relevant_functions is not None:
         top_k = min(top_k, options.max_relevant_functions)
-    hits = index.search(goal, top_k=top_k, among=list(by_name)) if top_k else []
+    queries = goal_queries(goal)
+    hits = index.search(queries, top_k=top_k, among=list(by_name)) if top_k else []
     threshold = options.relevancy_threshold
     kept = {
         h.qualified_name: ScoredTool(by_name[h.qualified_name], h.score)
@@ -129,6 +152,6 @@ def filter_tools(
         if _matches(s, options.included_functions) and s.qualified_name not in kept
     ]
     if missing:
-        for h in index.search(goal, top_k=len(missing), among=missing):
+        for h in index.search(queries, top_k=len(missing), among=missing):
             kept[h.qualified_name] = ScoredTool(by_name[h.qualified_name], h.score)
     return sorted(kept.values(), key=lambda t: (-t.score, t.spec.qualified_name))

@@ -288,19 +288,26 @@ class ToolIndex:
         return total
 
     def search(
-        self, query: str, top_k: int = 10, *, among: Sequence[str] | None = None
+        self,
+        query: str | Sequence[str],
+        top_k: int = 10,
+        *,
+        among: Sequence[str] | None = None,
     ) -> list[SearchHit]:
         """The `top_k` stored functions closest in meaning to `query`, best first.
 
+        Several query texts (a goal and its clauses) score each function by its best
+        similarity to any of them; the union of each text's top k holds the overall top k.
         `among` restricts the search to those qualified names (e.g. one registry's tools).
         """
+        texts = [query] if isinstance(query, str) else list(dict.fromkeys(query))
         if among is not None:
             among = list(dict.fromkeys(among))
             top_k = min(top_k, len(among))
         n = self.count()
-        if top_k <= 0 or n == 0:
+        if top_k <= 0 or n == 0 or not texts:
             return []
-        vector = self.embedder.embed([query])[0]
+        vectors = self.embedder.embed(texts)
         where: dict[str, Any] | None = None
         if among is not None:
             where = {"qualified_name": {"$in": among}} if len(among) > 1 else {
@@ -308,20 +315,21 @@ class ToolIndex:
             }
         with self._chroma("search"):
             res = self._collection.query(
-                query_embeddings=[vector],  # type: ignore[arg-type]
+                query_embeddings=vectors,  # type: ignore[arg-type]
                 n_results=min(top_k, n),
                 where=where,  # type: ignore[arg-type]
                 include=["distances", "metadatas"],
             )
-        hits = []
-        for id_, dist, meta in zip(res["ids"][0], res["distances"][0], res["metadatas"][0]):
-            meta = meta or {}
-            hits.append(
-                SearchHit(
-                    qualified_name=id_,
-                    score=1.0 - float(dist),
-                    plugin=str(meta.get("plugin", id_.split(".", 1)[0])),
-                    name=str(meta.get("name", id_.split(".", 1)[-1])),
-                )
-            )
-        return hits
+        best: dict[str, SearchHit] = {}
+        for ids, dists, metas in zip(res["ids"], res["distances"], res["metadatas"]):
+            for id_, dist, meta in zip(ids, dists, metas):
+                score = 1.0 - float(dist)
+                if id_ not in best or score > best[id_].score:
+                    meta = meta or {}
+                    best[id_] = SearchHit(
+                        qualified_name=id_,
+                        score=score,
+                        plugin=str(meta.get("plugin", id_.split(".", 1)[0])),
+                        name=str(meta.get("name", id_.split(".", 1)[-1])),
+                    )
+        return sorted(best.values(), key=lambda h: (-h.score, h.qualified_name))[:top_k]
