@@ -114,9 +114,7 @@ class MiniLMEmbedder:
                 f"cannot load the embedding model from {path}: {type(exc).__name__}: {exc}",
                 hint=hint,
             ) from exc
-        dimension = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         got = dimension()
         if got != self.dim:
             raise EmbeddingModelError(
@@ -170,12 +168,12 @@ class ChromaEmbeddingFunction:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
-    def __call__(self, input: Sequence[str]) -> list[Any]:  # noqa: A002 (Chroma's name)
+    def __call__(self, input: Sequence[str]) -> list[Any]:  # Chroma's argument name
         import numpy as np
 
         return [np.asarray(v, dtype=np.float32) for v in self.embedder.embed(list(input))]
 
-    def embed_query(self, input: Sequence[str]) -> list[Any]:  # noqa: A002
+    def embed_query(self, input: Sequence[str]) -> list[Any]:
         return self(input)
 
     @staticmethod
