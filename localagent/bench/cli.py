@@ -1,0 +1,163 @@
+"""The command line of `scripts/bench_planners.py`: options, live progress, final report.
+
+Kept in the package (the script only calls `main`) so it can be tested and reused.
+Exit codes: 0 when the benchmark ran (whatever the success rate), 2 for bad input,
+1 for a runtime failure (a model that cannot load...), 130 when interrupted; finished runs
+are kept in either case and the next invocation resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from localagent.bench.runner import FILTER_MODES_HELP
+from localagent.errors import LocalAgentError, UsageError
+from localagent.paths import REPO_DIR
+
+DEFAULT_SUITE = REPO_DIR / "benchmarks" / "suites" / "core.yaml"
+EXAMPLE = """example:
+  python scripts/bench_planners.py --suite benchmarks/suites/core.yaml \\
+      --planners tree,react --models qwen2.5-coder-0.5b-instruct --constrain both --limit 5
+
+Interrupt at any time: the next run with the same --out continues where it stopped."""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench_planners.py", epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure planners and models on a task suite: success, failures, "
+                    "LLM calls, tokens and seconds per run.")
+    p.add_argument("--suite", type=Path, default=DEFAULT_SUITE, help="YAML or JSON task suite")
+    p.add_argument("--planners", default="tree,sequential,react,tools",
+                   help="comma-separated: tree, sequential, react, tools")
+    p.add_argument("--models", default="",
+                   help="comma-separated catalog names or .gguf paths (default: the "
+                        "configured model, see `localagent config show`)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="runs per combination; repeat 0 is greedy, later ones sample")
+    p.add_argument("--temperature", type=float, default=0.7, help="for repeats after the first")
+    p.add_argument("--constrain", choices=("yes", "no", "both"), default="yes",
+                   help="generate under grammars, without, or both")
+    p.add_argument("--no-constrain", action="store_true", help="same as --constrain no")
+    p.add_argument("--filter", default="auto", help=FILTER_MODES_HELP + "; comma-separated")
+    p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results folder (default: results/<suite name>)")
+    p.add_argument("--report-only", action="store_true",
+                   help="rebuild table, summary and chart from the results; run nothing")
+    p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
+    return p
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def _constrains(args: argparse.Namespace) -> list[bool]:
+    if args.no_constrain:
+        if args.constrain not in ("yes", "no"):
+            raise UsageError("--no-constrain contradicts --constrain both")
+        return [False]
+    return {"yes": [True], "no": [False], "both": [True, False]}[args.constrain]
+
+
+def _models(args: argparse.Namespace) -> list[str]:
+    models = _split(args.models)
+    if models:
+        return models
+    from localagent.config import load_settings
+
+    return [load_settings().value("model")]
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    from rich.console import Console
+
+    from localagent.bench.runner import Benchmark, parse_filter_modes, plan_runs
+    from localagent.bench.suite import load_suite
+
+    args = parser().parse_args(argv)
+    # a wide table stays readable in logs and pipes; a terminal keeps its own width
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    suite = load_suite(args.suite).select(_split(args.tasks) or None, args.limit)
+    out_dir = args.out or REPO_DIR / "results" / suite.name
+    bench = Benchmark(suite, out_dir, temperature=args.temperature)
+    if not args.report_only:
+        specs = plan_runs(suite, _split(args.planners), _models(args), _constrains(args),
+                          parse_filter_modes(args.filter), args.repeat)
+        pending = bench.pending(specs)
+        console.print(f"suite {suite.name}: {len(suite.tasks)} tasks, {len(specs)} runs, "
+                      f"{len(specs) - len(pending)} already done, results in {out_dir}",
+                      highlight=False)
+        _run_with_progress(bench, pending, console)
+    _report(bench, out_dir, console, chart=not args.no_chart)
+    return 0
+
+
+def _run_with_progress(bench: Any, pending: list[Any], console: Any) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    solved = [0, 0]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        bar = progress.add_task("starting", total=len(pending))
+        keys = iter(pending)
+
+        def show_next() -> None:
+            spec = next(keys, None)
+            label = spec.key if spec is not None else "done"
+            progress.update(bar, description=f"solved {solved[0]}/{solved[1]}  {label}")
+
+        def done(spec: Any, record: dict[str, Any]) -> None:
+            solved[0] += bool(record["ok"])
+            solved[1] += 1
+            progress.advance(bar)
+            show_next()
+
+        show_next()
+        bench.run(pending, on_done=done)
+
+
+def _report(bench: Any, out_dir: Path, console: Any, *, chart: bool) -> None:
+    from localagent.bench.report import category_table, draw_chart, summarize, table, write_summary
+
+    records = bench.results.records()
+    if not records:
+        console.print("no results yet")
+        return
+    rows = summarize(records)
+    console.print(table(rows, title=f"{bench.suite.name}: {len(records)} runs"))
+    console.print(category_table(records))
+    json_path, csv_path = write_summary(rows, out_dir)
+    console.print(f"raw results {bench.results.path}; summary {json_path}, {csv_path}",
+                  highlight=False)
+    if chart:
+        console.print(f"chart {draw_chart(rows, out_dir / 'chart.png')}", highlight=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except LocalAgentError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept; run again to continue", file=sys.stderr)
+        return 130
+    except (OSError, ValueError) as exc:  # unreadable files, a full disk...
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1

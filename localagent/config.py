@@ -1,0 +1,210 @@
+"""Settings from flags, environment variables, the config file and built-in defaults.
+
+Order of precedence, highest first (simonw/llm's rule: an environment variable for every
+default, a flag beats everything):
+
+1. a command-line flag (`--model ...`),
+2. an environment variable (`LOCALAGENT_MODEL`, `LOCALAGENT_PLANNER`, ...),
+3. the config file `$LOCALAGENT_HOME/config.toml` (`LOCALAGENT_HOME` defaults to
+   `~/.localagent`), flat `key = value` lines such as `model = "smollm2-135m-instruct"`,
+4. the built-in default.
+
+`home` itself comes only from the environment or the default (the config file lives in it).
+A bad value anywhere is a UsageError naming where it came from (exit code 2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localagent.errors import UsageError
+from localagent.paths import REPO_DIR
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CONFIG_NAME = "config.toml"
+
+
+@dataclass(frozen=True)
+class SettingDef:
+    """One setting: its environment variable, how to read a value, its default."""
+
+    name: str
+    env: str
+    help: str
+    parse: Callable[[Any], Any]
+    default: Callable[[dict[str, Setting]], Any]  # given the settings resolved before it
+    in_file: bool = True  # may the config file set it?
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: Any
+    source: str  # "flag", "env LOCALAGENT_MODEL", "config /path/config.toml", "default"
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a non-empty text")
+    return value.strip()
+
+
+def _planner(value: Any) -> str:
+    from localagent.agent import PLANNERS
+
+    text = _text(value)
+    if text not in PLANNERS:
+        raise ValueError(f"expected one of {', '.join(PLANNERS)}")
+    return text
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError("expected a whole number")
+    number = int(value)  # ValueError for "abc", "1.5"
+    if number < 1 or (isinstance(value, float) and value != number):
+        raise ValueError("expected a whole number >= 1")
+    return number
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _path(value: Any) -> Path:
+    return Path(_text(value)).expanduser()
+
+
+def _default_model(_: dict[str, Setting]) -> str:
+    from localagent.llm.catalog import load_catalog
+
+    return load_catalog().default
+
+
+def _default_models_dir(items: dict[str, Setting]) -> Path:
+    """The repository's models/ in a writable checkout, else <home>/models (as paths.py)."""
+    repo = REPO_DIR / "models"
+    if (repo / "catalog.toml").is_file() and os.access(repo, os.W_OK):
+        return repo
+    return items["home"].value / "models"
+
+
+SETTINGS: tuple[SettingDef, ...] = (
+    SettingDef("home", "LOCALAGENT_HOME", "user folder: config file, index, results",
+               _path, lambda _: Path.home() / ".localagent", in_file=False),
+    SettingDef("model", "LOCALAGENT_MODEL", "catalog name or .gguf path", _text,
+               _default_model),
+    SettingDef("planner", "LOCALAGENT_PLANNER", "tree, sequential, react or tools", _planner,
+               lambda _: "tree"),
+    SettingDef("max_iterations", "LOCALAGENT_MAX_ITERATIONS", "most model steps (react, tools)",
+               _positive_int, lambda _: 5),
+    SettingDef("constrain", "LOCALAGENT_CONSTRAIN", "generate under grammars", _bool,
+               lambda _: True),
+    SettingDef("models_dir", "LOCALAGENT_MODELS_DIR", "where assembled GGUF files live",
+               _path, _default_models_dir),
+    SettingDef("index_dir", "LOCALAGENT_INDEX_DIR", "the tool index (Chroma)", _path,
+               lambda items: items["home"].value / "index"),
+)
+BY_NAME: dict[str, SettingDef] = {s.name: s for s in SETTINGS}
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$LOCALAGENT_HOME/config.toml`."""
+    env = os.environ if env is None else env
+    home = env.get("LOCALAGENT_HOME") or str(Path.home() / ".localagent")
+    return Path(home).expanduser() / CONFIG_NAME
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The file's settings ({} when there is no file); UsageError for bad TOML or keys."""
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}") from None
+    allowed = [s.name for s in SETTINGS if s.in_file]
+    unknown = sorted(k for k in data if k not in allowed)
+    if unknown:
+        raise UsageError(f"{path}: unknown setting(s) {', '.join(unknown)}",
+                         hint=f"known: {', '.join(allowed)}")
+    return data
+
+
+class Settings:
+    """Every setting with its value and where it came from."""
+
+    def __init__(self, items: Mapping[str, Setting], path: Path) -> None:
+        self.items = dict(items)
+        self.path = path
+
+    def value(self, name: str) -> Any:
+        return self.items[name].value
+
+    def source(self, name: str) -> str:
+        return self.items[name].source
+
+    def __iter__(self) -> Any:
+        return iter(self.items.values())
+
+
+def load_settings(flags: Mapping[str, Any] | None = None,
+                  env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve every setting by precedence. `flags` maps setting names to flag values;
+    None means "flag not given"."""
+    env = os.environ if env is None else env
+    flags = flags or {}
+    unknown = sorted(set(flags) - set(BY_NAME))
+    if unknown:
+        raise UsageError(f"unknown setting(s) {', '.join(unknown)}")
+    path = config_path(env)
+    file_values = read_config_file(path)
+    items: dict[str, Setting] = {}
+    for spec in SETTINGS:
+        candidates = [(flags.get(spec.name), "flag"), (env.get(spec.env) or None, f"env {spec.env}"),
+                      (file_values.get(spec.name), f"config {path}")]
+        raw, source = next(((v, s) for v, s in candidates if v is not None), (None, "default"))
+        items[spec.name] = Setting(spec.name, _parse(spec, raw, source, items), source)
+    return Settings(items, path)
+
+
+def _parse(spec: SettingDef, raw: Any, source: str, items: dict[str, Setting]) -> Any:
+    if source == "default":
+        return spec.default(items)
+    try:
+        return spec.parse(raw)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{spec.name} = {raw!r} from {source}: {exc}") from None
+
+
+def apply_config_file(env: MutableMapping[str, str] | None = None) -> list[str]:
+    """Copy the config file's settings into environment variables not already set, so
+    code that reads `LOCALAGENT_MODEL` & co. honours the file (env keeps precedence).
+    Returns the variables set."""
+    target = os.environ if env is None else env
+    values = read_config_file(config_path(target))
+    set_now = []
+    for name, raw in values.items():
+        spec = BY_NAME[name]
+        if target.get(spec.env):
+            continue
+        value = _parse(spec, raw, f"config {config_path(target)}", {})
+        target[spec.env] = str(value).lower() if isinstance(value, bool) else str(value)
+        set_now.append(spec.env)
+    return set_now
