@@ -21,7 +21,7 @@ def _register() -> None:
     # Each group module adds itself to `app`; the import order is the help order.
     import importlib
 
-    for module in ("models", "generate", "tools", "retrieval", "run", "exec"):
+    for module in ("models", "generate", "tools", "retrieval", "run", "exec", "config"):
         try:
             importlib.import_module(f"localagent.cli.{module}")
         except ModuleNotFoundError as exc:
