@@ -76,14 +76,17 @@ def main() -> None:
     header = (f"{'scenario':9} {'planner':10} {'calls':>5} {'evaluated':>9} {'reused':>7} "
               f"{'compl':>6} {'seconds':>8} solved")
     table = []
-    for scenario in scenarios():
-        if args.only and scenario.name not in args.only.split(","):
-            continue
+    chosen = scenarios()
+    if args.only:
+        by_name = {s.name: s for s in chosen}
+        chosen = [by_name[name] for name in args.only.split(",")]
+    for scenario in chosen:
         for planner in scenario.planners:
             if args.planners and planner not in args.planners.split(","):
                 continue
             print(f"{scenario.name} / {planner}", flush=True)
             table.append(bench_one(llm, scenario, planner, args.seeds, args.temperature))
+            print("  " + table[-1], flush=True)
     print("\n" + header)
     print("\n".join(table))
     if not args.no_cache_bench:
