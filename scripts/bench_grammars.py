@@ -53,6 +53,7 @@ class Tally:
     tokens: int = 0
     seconds: float = 0.0
     failures: list[str] | None = None
+    mask_seconds: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -69,38 +70,45 @@ def _constraint(fmt: str, tools: Sequence) -> Constraint:
             "tool_call": G.tool_call_turn}[fmt](tools)
 
 
-def run_format(llm: Any, fmt: str, tools: Sequence, goal_list: Sequence[str],
-               constrained: bool) -> Tally:
+def _one(llm: Any, fmt: str, tools: Sequence, prompt: list[int], constraint: Constraint | None,
+         tally: Tally, goal: str) -> None:
     from llama_cpp import LogitsProcessorList
 
-    llama = llm._llama
+    proc = processor_for(constraint, llm._llama) if constraint is not None else None
+    if proc is not None:
+        proc.reset()
+    clock = _Clock(proc)
+    out = llm._llama.create_completion(
+        prompt, max_tokens=MAX_TOKENS[fmt], temperature=0.0, repeat_penalty=1.0,
+        stop=STOPS.get(fmt, []), logits_processor=LogitsProcessorList([clock]))
+    choice, n = out["choices"][0], int(out["usage"]["completion_tokens"])
+    if proc is not None:
+        proc.check_in_force(n)
+        tally.mask_seconds += proc.seconds
+    if len(clock.stamps) > 1:
+        tally.tokens += len(clock.stamps) - 1
+        tally.seconds += clock.stamps[-1] - clock.stamps[0]
+    tally.total += 1
+    try:
+        if choice["finish_reason"] == "length":
+            raise TruncatedOutputError("truncated at max_tokens")
+        _parser(fmt)(choice["text"], tools)
+        tally.valid += 1
+    except LocalAgentError as exc:
+        assert tally.failures is not None
+        tally.failures.append(f"{goal!r}: {type(exc).__name__}: {str(exc)[:100]}")
+
+
+def run_format(llm: Any, fmt: str, tools: Sequence, goal_list: Sequence[str]) -> tuple[Tally, Tally]:
+    """Constrained and unconstrained, alternating per goal so load drift hits both alike."""
     constraint = _constraint(fmt, tools)
     instructions = G.format_instructions(fmt, tools)
-    tally = Tally(failures=[])
+    con, unc = Tally(failures=[]), Tally(failures=[])
     for goal in goal_list:
-        proc = processor_for(constraint, llama) if constrained else None
-        if proc is not None:
-            proc.reset()
-        clock = _Clock(proc)
         prompt = llm.tokenize(prompt_for(llm, instructions, goal))
-        out = llama.create_completion(
-            prompt, max_tokens=MAX_TOKENS[fmt], temperature=0.0, repeat_penalty=1.0,
-            stop=STOPS.get(fmt, []), logits_processor=LogitsProcessorList([clock]))
-        choice, n = out["choices"][0], int(out["usage"]["completion_tokens"])
-        if proc is not None:
-            proc.check_in_force(n)
-        if len(clock.stamps) > 1:
-            tally.tokens += len(clock.stamps) - 1
-            tally.seconds += clock.stamps[-1] - clock.stamps[0]
-        tally.total += 1
-        try:
-            if choice["finish_reason"] == "length":
-                raise TruncatedOutputError("truncated at max_tokens")
-            _parser(fmt)(choice["text"], tools)
-            tally.valid += 1
-        except LocalAgentError as exc:
-            tally.failures.append(f"{goal!r}: {type(exc).__name__}: {str(exc)[:100]}")
-    return tally
+        _one(llm, fmt, tools, prompt, constraint, con, goal)
+        _one(llm, fmt, tools, prompt, None, unc, goal)
+    return con, unc
 
 
 def compile_times(llm: Any) -> list[tuple[str, int, float, float]]:
@@ -129,28 +137,33 @@ def main() -> None:
                                                     "smollm2-135m-instruct", "gemma-3-270m"])
     ap.add_argument("--formats", nargs="+", default=list(G.FORMATS))
     ap.add_argument("--goals", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="llama.cpp threads (1 is far faster on a busy 2-core machine)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
     tools, goal_list, results = demo_tools(), goals(args.goals), []
     for name in args.models:
         try:
-            llm = load_llm(name)
+            llm = load_llm(name, n_threads=args.threads)
         except WeightsPackageMissingError:
             print(f"{name}: weights not installed, skipped")
             continue
         llm.tokenize(" ")  # warm
         for fmt in args.formats:
-            con = run_format(llm, fmt, tools, goal_list, True)
-            unc = run_format(llm, fmt, tools, goal_list, False)
+            con, unc = run_format(llm, fmt, tools, goal_list)
             ratio = con.rate / unc.rate if unc.rate else float("nan")
+            mask_ms = 1000 * con.mask_seconds / max(con.tokens, 1)
+            mask_share = con.mask_seconds / con.seconds if con.seconds else float("nan")
             results.append({"model": name, "format": fmt, "goals": con.total,
                             "valid_constrained": con.valid, "valid_unconstrained": unc.valid,
                             "tok_s_constrained": round(con.rate, 1),
                             "tok_s_unconstrained": round(unc.rate, 1),
-                            "ratio": round(ratio, 3), "failures_constrained": con.failures})
+                            "ratio": round(ratio, 3), "mask_ms_per_token": round(mask_ms, 3),
+                            "failures_constrained": con.failures})
             print(f"{name:28} {fmt:10} valid {con.valid:3}/{con.total} constrained, "
                   f"{unc.valid:3}/{unc.total} unconstrained; tok/s {con.rate:6.1f} vs "
-                  f"{unc.rate:6.1f} ratio {ratio:.2f}", flush=True)
+                  f"{unc.rate:6.1f} ratio {ratio:.2f}; mask {mask_ms:.2f} ms/token "
+                  f"({100 * mask_share:.1f}% of constrained decode time)", flush=True)
             for failure in con.failures[:3]:
                 print("    constrained failure:", failure)
         if name == args.models[0]:

@@ -50,6 +50,7 @@ class CallFormat:
 
 
 HERMES = CallFormat()
+DEFAULT_BOUNDS = Bounds()
 
 
 @dataclass
@@ -122,7 +123,7 @@ def _bounded_text(n: int) -> str:
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
-                    reasoning_chars: int = 0, bounds: Bounds = Bounds()) -> Constraint:
+                    reasoning_chars: int = 0, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field."""
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds}
 
@@ -140,7 +141,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
 
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
-              reasoning_chars: int = 0, bounds: Bounds = Bounds()) -> Constraint:
+              reasoning_chars: int = 0, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`."""
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
@@ -203,7 +204,7 @@ class _TreeBuilder:
 
 def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
                allowed_finals: Sequence[str] | None = None,
-               bounds: Bounds = Bounds()) -> Constraint:
+               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`Thought: ...` then `Action: <tool>` + `Action Input: <its args>`, or `Final Answer: ...`."""
     options = {"final_only": final_only, "finals": list(allowed_finals or []), "bounds": bounds}
 
@@ -225,7 +226,7 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
 
 def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERMES,
                    max_calls: int = 4, allow_answer: bool = True,
-                   bounds: Bounds = Bounds()) -> Constraint:
+                   bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """One or more calls in `call_format` (parallel calls), or a plain-text answer."""
     options = {"format": vars(call_format), "max_calls": max_calls, "answer": allow_answer,
                "bounds": bounds}

@@ -89,11 +89,10 @@ def goals(n: int) -> list[str]:
         lambda: f"What is the temperature in the home city of {next(people)}?",
         lambda: f"Compute 17 * {len(_COMPANIES) * 3 + next(pairs)[0].__len__()} + 4.",
         lambda: f"Write the home city of {next(people)} in upper case.",
-        lambda: "Get the invoice of {} and multiply it by 3.".format(next(pairs)[0]),
+        lambda: f"Get the invoice of {next(pairs)[0]} and multiply it by 3.",
         lambda: f"How many {next(products)} are in stock?",
-        lambda: "Join the home cities of {} and {} with ' and '.".format(
-            next(people), next(people)),
-        lambda: "What is the total of the invoice of {} and 250?".format(next(pairs)[1]),
+        lambda: f"Join the home cities of {next(people)} and {next(people)} with ' and '.",
+        lambda: f"What is the total of the invoice of {next(pairs)[1]} and 250?",
     ]
     return [makers[i % len(makers)]() for i in range(n)]
 

@@ -31,7 +31,7 @@ def json_types(schema: Any, root: Schema | None = None, _depth: int = 0) -> set[
             for sub in schema[combo]:
                 out |= json_types(sub, root, _depth + 1)
             return out
-    if "allOf" in schema and schema["allOf"]:
+    if schema.get("allOf"):
         return json_types(schema["allOf"][0], root, _depth + 1)
     t = schema.get("type")
     if isinstance(t, list):

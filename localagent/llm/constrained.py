@@ -20,9 +20,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import threading
+import time
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -34,12 +35,12 @@ if TYPE_CHECKING:
     import llguidance
 
 __all__ = [
-    "ConstrainedProcessor",
     "CompileStats",
+    "ConstrainedProcessor",
     "compile_stats",
     "grammar_for",
-    "matches",
     "match_error",
+    "matches",
     "processor_for",
     "tokenizer_for",
 ]
@@ -175,6 +176,7 @@ class ConstrainedProcessor:
         self._prompt_len: int | None = None
         self._consumed = 0
         self.calls = 0
+        self.seconds = 0.0  # time spent masking, for benchmarks
         self.error: BaseException | None = None
 
     def reset(self) -> None:
@@ -183,16 +185,20 @@ class ConstrainedProcessor:
         self._prompt_len = None
         self._consumed = 0
         self.calls = 0
+        self.seconds = 0.0
         self.error = None
 
     def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         self.calls += 1
+        start = time.perf_counter()
         try:
             return self._mask(input_ids, scores)
         except BaseException as exc:  # noqa: BLE001 - the ctypes callback would swallow it
             if self.error is None:
                 self.error = exc
             return _only(scores, self._eos)
+        finally:
+            self.seconds += time.perf_counter() - start
 
     def _mask(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         if self._prompt_len is None:
@@ -252,7 +258,7 @@ class _ByteTokenizer:
 
     eos_token_id = 256
     bos_token_id = None
-    special_token_ids = [256]
+    special_token_ids: ClassVar[list[int]] = [256]
 
     def __init__(self) -> None:
         self.tokens = [bytes([i]) for i in range(256)] + [b"\xff<eos>"]
