@@ -162,3 +162,12 @@ def test_script_report_only(suite: Suite, tmp_path: Path, capsys: Any) -> None:
     out = capsys.readouterr().out
     assert code == 0 and "tiny: 4 runs" in out and "50%" in out
     assert (tmp_path / "out" / "summary.csv").is_file()
+
+
+def test_script_option_errors_are_one_line(capsys: Any) -> None:
+    for argv in (["--constrain", "maybe"], ["--repeat", "x"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: argument") and err.count("\n") == 1

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from localagent.bench.runner import FILTER_MODES_HELP
 from localagent.errors import LocalAgentError, UsageError
@@ -26,8 +26,14 @@ EXAMPLE = """example:
 Interrupt at any time: the next run with the same --out continues where it stopped."""
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line and exit code 2, like every localagent command (no usage dump)."""
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="bench_planners.py", epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure planners and models on a task suite: success, failures, "
@@ -48,11 +54,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default: results/<suite name>)")
+                   help="results folder (default: results/<suite name> in a checkout, else "
+                        "$LOCALAGENT_HOME/results/<suite name>); the report covers every "
+                        "run in it")
+    p.add_argument("--threads", type=int, default=None,
+                   help="llama.cpp threads (default: the physical cores; on a busy shared "
+                        "machine 1 can be several times faster)")
     p.add_argument("--report-only", action="store_true",
                    help="rebuild table, summary and chart from the results; run nothing")
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
     return p
+
+
+def default_out_dir(suite_name: str) -> Path:
+    """results/<suite> in a checkout (git-ignored), else $LOCALAGENT_HOME/results/<suite>."""
+    if (REPO_DIR / ".git").exists():
+        return REPO_DIR / "results" / suite_name
+    from localagent.paths import home_dir
+
+    return home_dir() / "results" / suite_name
 
 
 def _split(text: str) -> list[str]:
@@ -76,6 +96,20 @@ def _models(args: argparse.Namespace) -> list[str]:
     return [load_settings().value("model")]
 
 
+def _loader(threads: int | None) -> Callable[[str], Any] | None:
+    if threads is None:
+        return None
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+
+    def load(name: str) -> Any:
+        from localagent.llm import load_llm
+
+        return load_llm(name, n_threads=threads)
+
+    return load
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
 
@@ -86,8 +120,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     # a wide table stays readable in logs and pipes; a terminal keeps its own width
     console = Console(width=None if sys.stdout.isatty() else 200)
     suite = load_suite(args.suite).select(_split(args.tasks) or None, args.limit)
-    out_dir = args.out or REPO_DIR / "results" / suite.name
-    bench = Benchmark(suite, out_dir, temperature=args.temperature)
+    out_dir = args.out or default_out_dir(suite.name)
+    bench = Benchmark(suite, out_dir, temperature=args.temperature, load=_loader(args.threads))
     if not args.report_only:
         specs = plan_runs(suite, _split(args.planners), _models(args), _constrains(args),
                           parse_filter_modes(args.filter), args.repeat)
@@ -125,6 +159,11 @@ def _run_with_progress(bench: Any, pending: list[Any], console: Any) -> None:
         def done(spec: Any, record: dict[str, Any]) -> None:
             solved[0] += bool(record["ok"])
             solved[1] += 1
+            if not console.is_terminal:  # logs get a line per run (no live bar there)
+                progress.console.print(
+                    f"{solved[1]}/{len(pending)} {spec.key}: "
+                    f"{'ok' if record['ok'] else 'FAIL'} {record['seconds']:.1f}s",
+                    highlight=False, markup=False)
             progress.advance(bar)
             show_next()
 
