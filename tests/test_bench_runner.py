@@ -171,3 +171,17 @@ def test_script_option_errors_are_one_line(capsys: Any) -> None:
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert err.startswith("error: argument") and err.count("\n") == 1
+
+
+def test_recording_llm_keeps_outputs_and_shows_prompts() -> None:
+    from localagent.bench.recording import RecordingLLM, format_exchange
+
+    seen: list[Any] = []
+    llm = RecordingLLM(ScriptedLLM(["out1", "out2"]), on_exchange=seen.append)
+    llm.complete("prompt one", max_tokens=5)
+    llm.complete("prompt two", max_tokens=5)
+    kept = llm.take()
+    assert [e.output for e in kept] == ["out1", "out2"] and kept[0].prompt is None
+    assert llm.take() == [] and seen[1].prompt == "prompt two"
+    text = format_exchange(seen[1], prompt_tail=3)
+    assert "...two" in text and "out2" in text and "(free, stop)" in text

@@ -66,3 +66,14 @@ class RecordingLLM(LLM):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def format_exchange(exchange: Exchange, *, prompt_tail: int | None = None) -> str:
+    """Text for `--verbose` displays: the prompt (or its last `prompt_tail` characters, as a
+    growing ReAct prompt repeats itself) and the raw output, marked as constrained or not."""
+    prompt = exchange.prompt or f"<{exchange.prompt_chars} characters, not kept>"
+    if prompt_tail is not None and len(prompt) > prompt_tail:
+        prompt = "..." + prompt[-prompt_tail:]
+    mode = "constrained" if exchange.constrained else "free"
+    return (f"--- prompt ({exchange.prompt_chars} chars) ---\n{prompt}\n"
+            f"--- output ({mode}, {exchange.finish_reason}) ---\n{exchange.output}")
