@@ -106,20 +106,46 @@ def _default_models_dir(items: dict[str, Setting]) -> Path:
 
 
 SETTINGS: tuple[SettingDef, ...] = (
-    SettingDef("home", "LOCALAGENT_HOME", "user folder: config file, index, results",
-               _path, lambda _: Path.home() / ".localagent", in_file=False),
-    SettingDef("model", "LOCALAGENT_MODEL", "catalog name or .gguf path", _text,
-               _default_model),
-    SettingDef("planner", "LOCALAGENT_PLANNER", "tree, sequential, react or tools", _planner,
-               lambda _: "tree"),
-    SettingDef("max_iterations", "LOCALAGENT_MAX_ITERATIONS", "most model steps (react, tools)",
-               _positive_int, lambda _: 5),
-    SettingDef("constrain", "LOCALAGENT_CONSTRAIN", "generate under grammars", _bool,
-               lambda _: True),
-    SettingDef("models_dir", "LOCALAGENT_MODELS_DIR", "where assembled GGUF files live",
-               _path, _default_models_dir),
-    SettingDef("index_dir", "LOCALAGENT_INDEX_DIR", "the tool index (Chroma)", _path,
-               lambda items: items["home"].value / "index"),
+    SettingDef(
+        "home",
+        "LOCALAGENT_HOME",
+        "user folder: config file, index, results",
+        _path,
+        lambda _: Path.home() / ".localagent",
+        in_file=False,
+    ),
+    SettingDef("model", "LOCALAGENT_MODEL", "catalog name or .gguf path", _text, _default_model),
+    SettingDef(
+        "planner",
+        "LOCALAGENT_PLANNER",
+        "tree, sequential, react or tools",
+        _planner,
+        lambda _: "tree",
+    ),
+    SettingDef(
+        "max_iterations",
+        "LOCALAGENT_MAX_ITERATIONS",
+        "most model steps (react, tools)",
+        _positive_int,
+        lambda _: 5,
+    ),
+    SettingDef(
+        "constrain", "LOCALAGENT_CONSTRAIN", "generate under grammars", _bool, lambda _: True
+    ),
+    SettingDef(
+        "models_dir",
+        "LOCALAGENT_MODELS_DIR",
+        "where assembled GGUF files live",
+        _path,
+        _default_models_dir,
+    ),
+    SettingDef(
+        "index_dir",
+        "LOCALAGENT_INDEX_DIR",
+        "the tool index (Chroma)",
+        _path,
+        lambda items: items["home"].value / "index",
+    ),
 )
 BY_NAME: dict[str, SettingDef] = {s.name: s for s in SETTINGS}
 
@@ -142,8 +168,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
     allowed = [s.name for s in SETTINGS if s.in_file]
     unknown = sorted(k for k in data if k not in allowed)
     if unknown:
-        raise UsageError(f"{path}: unknown setting(s) {', '.join(unknown)}",
-                         hint=f"known: {', '.join(allowed)}")
+        raise UsageError(
+            f"{path}: unknown setting(s) {', '.join(unknown)}", hint=f"known: {', '.join(allowed)}"
+        )
     return data
 
 
@@ -164,8 +191,9 @@ class Settings:
         return iter(self.items.values())
 
 
-def load_settings(flags: Mapping[str, Any] | None = None,
-                  env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
     """Resolve every setting by precedence. `flags` maps setting names to flag values;
     None means "flag not given"."""
     env = os.environ if env is None else env
@@ -177,8 +205,11 @@ def load_settings(flags: Mapping[str, Any] | None = None,
     file_values = read_config_file(path)
     items: dict[str, Setting] = {}
     for spec in SETTINGS:
-        candidates = [(flags.get(spec.name), "flag"), (env.get(spec.env) or None, f"env {spec.env}"),
-                      (file_values.get(spec.name), f"config {path}")]
+        candidates = [
+            (flags.get(spec.name), "flag"),
+            (env.get(spec.env) or None, f"env {spec.env}"),
+            (file_values.get(spec.name), f"config {path}"),
+        ]
         raw, source = next(((v, s) for v, s in candidates if v is not None), (None, "default"))
         items[spec.name] = Setting(spec.name, _parse(spec, raw, source, items), source)
     return Settings(items, path)

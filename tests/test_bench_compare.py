@@ -16,47 +16,53 @@ def E(kind: str, value: Any, **options: Any) -> Expectation:
     return Expectation(kind, value, options)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("expectation, answer", [
-    (E("exact", "HELLO WORLD"), "HELLO WORLD"),
-    (E("exact", "HELLO WORLD"), "  HELLO WORLD\n"),
-    (E("exact", 6700), 6700),
-    (E("exact", 6700), 6700.0),
-    (E("exact", True), True),
-    (E("exact", True), "true"),
-    (E("exact", [1, 2]), [1, 2]),
-    (E("number", 21100), 21100),
-    (E("number", 21100), "The difference is 21,100."),
-    (E("number", 3.2944, tolerance=0.001), 3.2943640690702924),
-    (E("number", 3.2944, tolerance=0.001), "about 3.294 I think"),
-    (E("number", -2), "It is -2.0 degrees"),
-    (E("number", 1000, rel_tolerance=0.01), 1009),
-    (E("number", 161194.03, tolerance=0.5), "161194.02985"),
-    (E("contains", "Tokyo"), "Kenji lives in tokyo."),
-    (E("contains", ["buenos", "amigos"]), "BUENOS DIAS, AMIGOS"),
-    (E("contains", "Tokyo", case_sensitive=True), "Tokyo"),
-    (E("regex", r"^[A-Z ]+$"), "LOCAL AGENTS"),
-    (E("regex", r"buen[oa]s", flags="i"), "BUENAS"),
-    (E("regex", r"\"city\": \"Paris\""), {"city": "Paris"}),
-])
+@pytest.mark.parametrize(
+    "expectation, answer",
+    [
+        (E("exact", "HELLO WORLD"), "HELLO WORLD"),
+        (E("exact", "HELLO WORLD"), "  HELLO WORLD\n"),
+        (E("exact", 6700), 6700),
+        (E("exact", 6700), 6700.0),
+        (E("exact", True), True),
+        (E("exact", True), "true"),
+        (E("exact", [1, 2]), [1, 2]),
+        (E("number", 21100), 21100),
+        (E("number", 21100), "The difference is 21,100."),
+        (E("number", 3.2944, tolerance=0.001), 3.2943640690702924),
+        (E("number", 3.2944, tolerance=0.001), "about 3.294 I think"),
+        (E("number", -2), "It is -2.0 degrees"),
+        (E("number", 1000, rel_tolerance=0.01), 1009),
+        (E("number", 161194.03, tolerance=0.5), "161194.02985"),
+        (E("contains", "Tokyo"), "Kenji lives in tokyo."),
+        (E("contains", ["buenos", "amigos"]), "BUENOS DIAS, AMIGOS"),
+        (E("contains", "Tokyo", case_sensitive=True), "Tokyo"),
+        (E("regex", r"^[A-Z ]+$"), "LOCAL AGENTS"),
+        (E("regex", r"buen[oa]s", flags="i"), "BUENAS"),
+        (E("regex", r"\"city\": \"Paris\""), {"city": "Paris"}),
+    ],
+)
 def test_comparators_accept(expectation: Expectation, answer: Any) -> None:
     assert compare(expectation, answer, {}) is None
 
 
-@pytest.mark.parametrize("expectation, answer, reason", [
-    (E("exact", "HELLO WORLD"), "hello world", "expected exactly"),
-    (E("exact", 1), True, "expected exactly"),
-    (E("exact", True), 1, "expected exactly"),
-    (E("number", 6700), 6688, "expected 6700"),
-    (E("number", 6700), "no digits here", "no number"),
-    (E("number", 1), True, "no number"),
-    (E("number", 3.2944, tolerance=0.001), 3.3, "expected 3.2944"),
-    (E("number", 1000, rel_tolerance=0.001), 1009, "expected 1000"),
-    (E("contains", "Tokyo"), "Kenji lives in Paris", "lacks 'tokyo'"),
-    (E("contains", ["buenos", "amigos"]), "BUENOS DIAS", "lacks 'amigos'"),
-    (E("contains", "Tokyo", case_sensitive=True), "tokyo", "lacks 'Tokyo'"),
-    (E("regex", r"^[A-Z ]+$"), "Local agents", "does not match"),
-    (E("regex", r"buen[oa]s"), "BUENAS", "does not match"),
-])
+@pytest.mark.parametrize(
+    "expectation, answer, reason",
+    [
+        (E("exact", "HELLO WORLD"), "hello world", "expected exactly"),
+        (E("exact", 1), True, "expected exactly"),
+        (E("exact", True), 1, "expected exactly"),
+        (E("number", 6700), 6688, "expected 6700"),
+        (E("number", 6700), "no digits here", "no number"),
+        (E("number", 1), True, "no number"),
+        (E("number", 3.2944, tolerance=0.001), 3.3, "expected 3.2944"),
+        (E("number", 1000, rel_tolerance=0.001), 1009, "expected 1000"),
+        (E("contains", "Tokyo"), "Kenji lives in Paris", "lacks 'tokyo'"),
+        (E("contains", ["buenos", "amigos"]), "BUENOS DIAS", "lacks 'amigos'"),
+        (E("contains", "Tokyo", case_sensitive=True), "tokyo", "lacks 'Tokyo'"),
+        (E("regex", r"^[A-Z ]+$"), "Local agents", "does not match"),
+        (E("regex", r"buen[oa]s"), "BUENAS", "does not match"),
+    ],
+)
 def test_comparators_reject(expectation: Expectation, answer: Any, reason: str) -> None:
     why = compare(expectation, answer, {})
     assert why is not None and reason in why
@@ -78,7 +84,8 @@ def test_judge_needs_an_answer_and_every_expectation() -> None:
     assert judge(task, "108.0 USD", {}) is None
     assert "lacks 'usd'" in (judge(task, 108.0, {}) or "")
     assert judge(task, None, {"error": "no final answer within 5 iterations"}) == (
-        "no answer (no final answer within 5 iterations)")
+        "no answer (no final answer within 5 iterations)"
+    )
 
 
 def _check_true(answer: Any, run: Any) -> bool:
@@ -96,8 +103,12 @@ def test_check_functions_by_reference() -> None:
 
 
 def _tree_run(*calls: tuple[str, Any]) -> dict[str, Any]:
-    return {"steps": [{"kind": "call_finished", "function": f, "args": {}, "result": r,
-                       "error": None} for f, r in calls]}
+    return {
+        "steps": [
+            {"kind": "call_finished", "function": f, "args": {}, "result": r, "error": None}
+            for f, r in calls
+        ]
+    }
 
 
 def test_shipped_checks() -> None:
@@ -106,21 +117,39 @@ def test_shipped_checks() -> None:
     assert checks.is_yes(False, {}) is not None
     looked = _tree_run(("WeatherPlugin.DidItRainToday", False))
     assert checks.bet_lost("You lost the bet.", looked) is None
-    converted = _tree_run(("WeatherPlugin.DidItRainToday", False),
-                          ("CurrencyPlugin.ConvertCurrency", 108.0))
+    converted = _tree_run(
+        ("WeatherPlugin.DidItRainToday", False), ("CurrencyPlugin.ConvertCurrency", 108.0)
+    )
     assert "converted although" in (checks.bet_lost("108 USD", converted) or "")
     assert "never looked" in (checks.bet_lost("0", _tree_run()) or "")
     poem = _tree_run(("WriterPlugin.Shakespeare", "o love"), ("TextPlugin.uppercase", "O LOVE"))
     assert checks.uppercase_poem("O LOVE, THOU ART", poem) is None
     assert "UPPERcase" in (checks.uppercase_poem("O love", poem) or "")
     assert "never called" in (checks.uppercase_poem("O LOVE", _tree_run()) or "")
-    summary = {"steps": [{"calls": [{"function": "SummarizePlugin.Summarize", "args": {},
-                                     "result": "Bees matter."}], "answer": None}]}
+    summary = {
+        "steps": [
+            {
+                "calls": [
+                    {"function": "SummarizePlugin.Summarize", "args": {}, "result": "Bees matter."}
+                ],
+                "answer": None,
+            }
+        ]
+    }
     assert checks.lowercase_summary("bees matter.", summary) is None
     assert checks.lowercase_summary("Bees matter.", summary) is not None
-    react = {"steps": [{"thought": "t", "function": "WriterPlugin.Acronym", "args": {},
-                        "observation": "RSR: Robot Sorting Recycling"}]}
+    react = {
+        "steps": [
+            {
+                "thought": "t",
+                "function": "WriterPlugin.Acronym",
+                "args": {},
+                "observation": "RSR: Robot Sorting Recycling",
+            }
+        ]
+    }
     assert checks.uppercase_acronym("RSR: ROBOT SORTING RECYCLING", react) is None
-    failed = {"steps": [{"thought": "t", "function": "WriterPlugin.Acronym", "args": {},
-                         "error": "boom"}]}
+    failed = {
+        "steps": [{"thought": "t", "function": "WriterPlugin.Acronym", "args": {}, "error": "boom"}]
+    }
     assert checks.uppercase_acronym("RSR", failed) is not None

@@ -146,8 +146,13 @@ def test_p95() -> None:
 def test_script_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "tiny.yaml"
     path.write_text(SUITE_TEXT, encoding="utf-8")
-    for argv in (["--planners", "magic"], ["--repeat", "0"], ["--filter", "max:x"],
-                 ["--tasks", "nope"], ["--no-constrain", "--constrain", "both"]):
+    for argv in (
+        ["--planners", "magic"],
+        ["--repeat", "0"],
+        ["--filter", "max:x"],
+        ["--tasks", "nope"],
+        ["--no-constrain", "--constrain", "both"],
+    ):
         assert main(["--suite", str(path), "--out", str(tmp_path / "o"), *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
@@ -157,8 +162,9 @@ def test_script_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: Any) -> Non
 
 def test_script_report_only(suite: Suite, tmp_path: Path, capsys: Any) -> None:
     Benchmark(suite, tmp_path / "out", load=Loader()).run(_specs(suite))
-    code = main(["--suite", str(suite.path), "--out", str(tmp_path / "out"), "--report-only",
-                 "--no-chart"])
+    code = main(
+        ["--suite", str(suite.path), "--out", str(tmp_path / "out"), "--report-only", "--no-chart"]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "tiny: 4 runs" in out and "50%" in out
     assert (tmp_path / "out" / "summary.csv").is_file()

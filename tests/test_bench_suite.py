@@ -34,8 +34,9 @@ DERIVATIONS: dict[str, Callable[[], float]] = {
     "single-gbp-usd": lambda: conv(50, "GBP", "USD"),
     "single-eur-jpy": lambda: conv(1000, "EUR", "JPY"),
     "single-multiply": lambda: math_.multiply(17, 23),
-    "nested-invoice-diff": lambda: demo.diff(demo.total(inv("C"), inv("F")),
-                                             demo.total(inv("A"), inv("E"))),
+    "nested-invoice-diff": lambda: demo.diff(
+        demo.total(inv("C"), inv("F")), demo.total(inv("A"), inv("E"))
+    ),
     "nested-invoice-sum-ac": lambda: demo.total(inv("A"), inv("C")),
     "nested-invoice-d-minus-b": lambda: demo.diff(inv("D"), inv("B")),
     "nested-invoice-sum-bdf": lambda: demo.total(demo.total(inv("B"), inv("D")), inv("F")),
@@ -46,14 +47,22 @@ DERIVATIONS: dict[str, Callable[[], float]] = {
     "nested-age-times-invoice": lambda: math_.multiply(age("Jonas"), inv("B")),
     "nested-invoice-usd": lambda: conv(inv("F"), "EUR", "USD"),
     "cond-bet-rain": lambda: _if(rain.did_it_rain_today("Athens"), conv(100, "EUR", "USD"), 0),
-    "cond-rome-warm": lambda: _if(rain.get_temperature("Rome") > 20, conv(200, "USD", "EUR"),
-                                  conv(200, "USD", "GBP")),
-    "cond-london-rain": lambda: _if(rain.did_it_rain_today("London"), conv(30, "GBP", "CHF"),
-                                    conv(30, "GBP", "EUR")),
-    "cond-bob-city-rain": lambda: _if(rain.did_it_rain_today(people.get_person_city("Bob")),
-                                      conv(100, "EUR", "USD"), conv(100, "EUR", "GBP")),
-    "cond-bob-city-dry": lambda: _if(dry.did_it_rain_today(people.get_person_city("Bob")),
-                                     conv(100, "EUR", "USD"), conv(100, "EUR", "GBP")),
+    "cond-rome-warm": lambda: _if(
+        rain.get_temperature("Rome") > 20, conv(200, "USD", "EUR"), conv(200, "USD", "GBP")
+    ),
+    "cond-london-rain": lambda: _if(
+        rain.did_it_rain_today("London"), conv(30, "GBP", "CHF"), conv(30, "GBP", "EUR")
+    ),
+    "cond-bob-city-rain": lambda: _if(
+        rain.did_it_rain_today(people.get_person_city("Bob")),
+        conv(100, "EUR", "USD"),
+        conv(100, "EUR", "GBP"),
+    ),
+    "cond-bob-city-dry": lambda: _if(
+        dry.did_it_rain_today(people.get_person_city("Bob")),
+        conv(100, "EUR", "USD"),
+        conv(100, "EUR", "GBP"),
+    ),
     "filter-invoice-d": lambda: inv("D"),
     "filter-age-alice": lambda: age("Alice"),
     "filter-gbp-usd": lambda: conv(50, "GBP", "USD"),
@@ -67,8 +76,9 @@ def test_shipped_suite_loads_with_every_category() -> None:
     assert len(suite.tasks) >= 30
     categories = {t.category for t in suite.tasks}
     assert categories == {"single", "nested", "conditional", "text", "filter"}
-    assert all(t.distractors == 40 and t.wants_filter for t in suite.tasks
-               if t.category == "filter")
+    assert all(
+        t.distractors == 40 and t.wants_filter for t in suite.tasks if t.category == "filter"
+    )
     for task in suite.tasks:
         for e in task.expect:
             if e.kind == "check":
@@ -104,7 +114,8 @@ def test_distractors_are_stable_and_fail_when_called() -> None:
     result = first.invoke(distractor, {})
     assert result.error is not None and "distractor" in result.error.message
     assert pick_distractors("other-id", 40, build_registry(task)) != [
-        first.spec(n) for n in sorted(first.names()) if n not in own]
+        first.spec(n) for n in sorted(first.names()) if n not in own
+    ]
 
 
 def _write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
@@ -117,10 +128,18 @@ GOOD = "tasks:\n  - {id: a, goal: g, plugins: [DemoPlugin], expect: {number: 1}}
 
 
 def test_json_suite_and_selection(tmp_path: Path) -> None:
-    data = {"name": "mine", "tasks": [
-        {"id": "a", "goal": "g", "plugins": ["DemoPlugin"], "expect": {"exact": "x"}},
-        {"id": "b", "goal": "g", "plugins": "TextPlugin", "expect": [{"contains": ["x", "y"]},
-                                                                    {"regex": "x+"}]}]}
+    data = {
+        "name": "mine",
+        "tasks": [
+            {"id": "a", "goal": "g", "plugins": ["DemoPlugin"], "expect": {"exact": "x"}},
+            {
+                "id": "b",
+                "goal": "g",
+                "plugins": "TextPlugin",
+                "expect": [{"contains": ["x", "y"]}, {"regex": "x+"}],
+            },
+        ],
+    }
     suite = load_suite(_write(tmp_path, json.dumps(data), "s.json"))
     assert suite.name == "mine" and [t.id for t in suite.tasks] == ["a", "b"]
     assert suite.tasks[1].plugins == ("TextPlugin",) and len(suite.tasks[1].expect) == 2
@@ -130,24 +149,37 @@ def test_json_suite_and_selection(tmp_path: Path) -> None:
         suite.select(["zz"])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("tasks: []\n", "no tasks"),
-    ("nope: 1\n", "'tasks' list"),
-    ("tasks: [\n", "invalid YAML"),
-    ("tasks:\n  - {id: a, plugins: [X], expect: {number: 1}}\n", "'goal'"),
-    ("tasks:\n  - {id: a, goal: g, expect: {number: 1}}\n", "'plugins'"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X]}\n", "'expect' is required"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1, exact: 2}}\n", "exactly one"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {numbr: 1}}\n", "unknown: numbr"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: x}}\n", "must be numbers"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {regex: '('}}\n", "invalid regex"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {check: nocolon}}\n", "module:function"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1}, colour: red}\n",
-     "unknown key"),
-    ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1}, distractors: -1}\n",
-     "distractors"),
-    (GOOD + "  - {id: a, goal: h, plugins: [X], expect: {number: 2}}\n", "duplicate task id"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("tasks: []\n", "no tasks"),
+        ("nope: 1\n", "'tasks' list"),
+        ("tasks: [\n", "invalid YAML"),
+        ("tasks:\n  - {id: a, plugins: [X], expect: {number: 1}}\n", "'goal'"),
+        ("tasks:\n  - {id: a, goal: g, expect: {number: 1}}\n", "'plugins'"),
+        ("tasks:\n  - {id: a, goal: g, plugins: [X]}\n", "'expect' is required"),
+        (
+            "tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1, exact: 2}}\n",
+            "exactly one",
+        ),
+        ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {numbr: 1}}\n", "unknown: numbr"),
+        ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: x}}\n", "must be numbers"),
+        ("tasks:\n  - {id: a, goal: g, plugins: [X], expect: {regex: '('}}\n", "invalid regex"),
+        (
+            "tasks:\n  - {id: a, goal: g, plugins: [X], expect: {check: nocolon}}\n",
+            "module:function",
+        ),
+        (
+            "tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1}, colour: red}\n",
+            "unknown key",
+        ),
+        (
+            "tasks:\n  - {id: a, goal: g, plugins: [X], expect: {number: 1}, distractors: -1}\n",
+            "distractors",
+        ),
+        (GOOD + "  - {id: a, goal: h, plugins: [X], expect: {number: 2}}\n", "duplicate task id"),
+    ],
+)
 def test_bad_suites_are_usage_errors(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         load_suite(_write(tmp_path, text))

@@ -15,8 +15,14 @@ from localagent.errors import UsageError
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
-    for var in ("LOCALAGENT_MODEL", "LOCALAGENT_PLANNER", "LOCALAGENT_MAX_ITERATIONS",
-                "LOCALAGENT_CONSTRAIN", "LOCALAGENT_INDEX_DIR", "LOCALAGENT_MODELS_DIR"):
+    for var in (
+        "LOCALAGENT_MODEL",
+        "LOCALAGENT_PLANNER",
+        "LOCALAGENT_MAX_ITERATIONS",
+        "LOCALAGENT_CONSTRAIN",
+        "LOCALAGENT_INDEX_DIR",
+        "LOCALAGENT_MODELS_DIR",
+    ):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
 
@@ -27,17 +33,24 @@ def test_defaults(home: Path) -> None:
     assert s.value("home") == home and s.source("home") == "env LOCALAGENT_HOME"
     assert s.value("model") == DEFAULT_MODEL and s.source("model") == "default"
     assert (s.value("planner"), s.value("max_iterations"), s.value("constrain")) == (
-        "tree", 5, True)
+        "tree",
+        5,
+        True,
+    )
     assert s.value("index_dir") == home / "index"
 
 
 def test_precedence_flag_env_file_default(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (home / "config.toml").write_text(
-        f'model = "{SMOL_MODEL}"\nplanner = "react"\nmax_iterations = 3\nconstrain = false\n')
+        f'model = "{SMOL_MODEL}"\nplanner = "react"\nmax_iterations = 3\nconstrain = false\n'
+    )
     s = load_settings()
     assert (s.value("model"), s.source("model")) == (SMOL_MODEL, f"config {home / 'config.toml'}")
     assert (s.value("planner"), s.value("max_iterations"), s.value("constrain")) == (
-        "react", 3, False)
+        "react",
+        3,
+        False,
+    )
     monkeypatch.setenv("LOCALAGENT_MODEL", "/models/x.gguf")
     monkeypatch.setenv("LOCALAGENT_CONSTRAIN", "yes")
     s = load_settings()
@@ -48,15 +61,18 @@ def test_precedence_flag_env_file_default(home: Path, monkeypatch: pytest.Monkey
     assert s.value("planner") == "react"  # a flag left at None does not count
 
 
-@pytest.mark.parametrize("text, message", [
-    ("model = \n", "invalid TOML"),
-    ("colour = 'red'\n", "unknown setting"),
-    ("home = '/x'\n", "unknown setting"),
-    ("planner = 'magic'\n", "planner = 'magic' from config"),
-    ("max_iterations = 0\n", "max_iterations"),
-    ("max_iterations = 2.5\n", "max_iterations"),
-    ("constrain = 'maybe'\n", "constrain"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("model = \n", "invalid TOML"),
+        ("colour = 'red'\n", "unknown setting"),
+        ("home = '/x'\n", "unknown setting"),
+        ("planner = 'magic'\n", "planner = 'magic' from config"),
+        ("max_iterations = 0\n", "max_iterations"),
+        ("max_iterations = 2.5\n", "max_iterations"),
+        ("constrain = 'maybe'\n", "constrain"),
+    ],
+)
 def test_bad_config_file(home: Path, text: str, message: str) -> None:
     (home / "config.toml").write_text(text)
     with pytest.raises(UsageError, match=message):

@@ -8,5 +8,15 @@ from localagent.bench.compare import compare, judge
 from localagent.bench.runner import Benchmark, RunSpec, plan_runs, run_one
 from localagent.bench.suite import Expectation, Suite, Task, load_suite
 
-__all__ = ["Benchmark", "Expectation", "RunSpec", "Suite", "Task", "compare", "judge",
-           "load_suite", "plan_runs", "run_one"]
+__all__ = [
+    "Benchmark",
+    "Expectation",
+    "RunSpec",
+    "Suite",
+    "Task",
+    "compare",
+    "judge",
+    "load_suite",
+    "plan_runs",
+    "run_one",
+]

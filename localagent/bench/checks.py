@@ -25,15 +25,24 @@ def calls_of(run: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif isinstance(step.get("calls"), list):  # a tool-calling turn
             out.extend(step["calls"])
         elif step.get("function"):  # a ReAct step
-            out.append({"function": step["function"], "args": step.get("args"),
-                        "result": step.get("observation"), "error": step.get("error")})
+            out.append(
+                {
+                    "function": step["function"],
+                    "args": step.get("args"),
+                    "result": step.get("observation"),
+                    "error": step.get("error"),
+                }
+            )
     return out
 
 
 def called(run: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """The successful calls whose function name starts with `prefix`."""
-    return [c for c in calls_of(run)
-            if str(c.get("function", "")).startswith(prefix) and not c.get("error")]
+    return [
+        c
+        for c in calls_of(run)
+        if str(c.get("function", "")).startswith(prefix) and not c.get("error")
+    ]
 
 
 def is_yes(answer: Any, run: Mapping[str, Any]) -> str | None:
@@ -74,8 +83,9 @@ def _via(run: Mapping[str, Any], *functions: str) -> str | None:
 
 def uppercase_poem(answer: Any, run: Mapping[str, Any]) -> str | None:
     """A poem (Shakespeare or ShortPoem prompt function) turned to uppercase."""
-    return (_via(run, "WriterPlugin.Shakespeare", "WriterPlugin.ShortPoem")
-            or _cased_text(answer, upper=True))
+    return _via(run, "WriterPlugin.Shakespeare", "WriterPlugin.ShortPoem") or _cased_text(
+        answer, upper=True
+    )
 
 
 def uppercase_translation(answer: Any, run: Mapping[str, Any]) -> str | None:

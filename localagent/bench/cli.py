@@ -34,34 +34,61 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="bench_planners.py", epilog=EXAMPLE,
+        prog="bench_planners.py",
+        epilog=EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Measure planners and models on a task suite: success, failures, "
-                    "LLM calls, tokens and seconds per run.")
+        "LLM calls, tokens and seconds per run.",
+    )
     p.add_argument("--suite", type=Path, default=DEFAULT_SUITE, help="YAML or JSON task suite")
-    p.add_argument("--planners", default="tree,sequential,react,tools",
-                   help="comma-separated: tree, sequential, react, tools")
-    p.add_argument("--models", default="",
-                   help="comma-separated catalog names or .gguf paths (default: the "
-                        "configured model, see `localagent config show`)")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="runs per combination; repeat 0 is greedy, later ones sample")
+    p.add_argument(
+        "--planners",
+        default="tree,sequential,react,tools",
+        help="comma-separated: tree, sequential, react, tools",
+    )
+    p.add_argument(
+        "--models",
+        default="",
+        help="comma-separated catalog names or .gguf paths (default: the "
+        "configured model, see `localagent config show`)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per combination; repeat 0 is greedy, later ones sample",
+    )
     p.add_argument("--temperature", type=float, default=0.7, help="for repeats after the first")
-    p.add_argument("--constrain", choices=("yes", "no", "both"), default="yes",
-                   help="generate under grammars, without, or both")
+    p.add_argument(
+        "--constrain",
+        choices=("yes", "no", "both"),
+        default="yes",
+        help="generate under grammars, without, or both",
+    )
     p.add_argument("--no-constrain", action="store_true", help="same as --constrain no")
     p.add_argument("--filter", default="auto", help=FILTER_MODES_HELP + "; comma-separated")
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    p.add_argument("--out", type=Path, default=None,
-                   help="results folder (default: results/<suite name> in a checkout, else "
-                        "$LOCALAGENT_HOME/results/<suite name>); the report covers every "
-                        "run in it")
-    p.add_argument("--threads", type=int, default=None,
-                   help="llama.cpp threads (default: the physical cores; on a busy shared "
-                        "machine 1 can be several times faster)")
-    p.add_argument("--report-only", action="store_true",
-                   help="rebuild table, summary and chart from the results; run nothing")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default: results/<suite name> in a checkout, else "
+        "$LOCALAGENT_HOME/results/<suite name>); the report covers every "
+        "run in it",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads (default: the physical cores; on a busy shared "
+        "machine 1 can be several times faster)",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild table, summary and chart from the results; run nothing",
+    )
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
     return p
 
@@ -123,12 +150,20 @@ def run(argv: Sequence[str] | None = None) -> int:
     out_dir = args.out or default_out_dir(suite.name)
     bench = Benchmark(suite, out_dir, temperature=args.temperature, load=_loader(args.threads))
     if not args.report_only:
-        specs = plan_runs(suite, _split(args.planners), _models(args), _constrains(args),
-                          parse_filter_modes(args.filter), args.repeat)
+        specs = plan_runs(
+            suite,
+            _split(args.planners),
+            _models(args),
+            _constrains(args),
+            parse_filter_modes(args.filter),
+            args.repeat,
+        )
         pending = bench.pending(specs)
-        console.print(f"suite {suite.name}: {len(suite.tasks)} tasks, {len(specs)} runs, "
-                      f"{len(specs) - len(pending)} already done, results in {out_dir}",
-                      highlight=False)
+        console.print(
+            f"suite {suite.name}: {len(suite.tasks)} tasks, {len(specs)} runs, "
+            f"{len(specs) - len(pending)} already done, results in {out_dir}",
+            highlight=False,
+        )
         _run_with_progress(bench, pending, console)
     _report(bench, out_dir, console, chart=not args.no_chart)
     return 0
@@ -145,8 +180,13 @@ def _run_with_progress(bench: Any, pending: list[Any], console: Any) -> None:
     )
 
     solved = [0, 0]
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("starting", total=len(pending))
         keys = iter(pending)
@@ -163,7 +203,9 @@ def _run_with_progress(bench: Any, pending: list[Any], console: Any) -> None:
                 progress.console.print(
                     f"{solved[1]}/{len(pending)} {spec.key}: "
                     f"{'ok' if record['ok'] else 'FAIL'} {record['seconds']:.1f}s",
-                    highlight=False, markup=False)
+                    highlight=False,
+                    markup=False,
+                )
             progress.advance(bar)
             show_next()
 
@@ -182,8 +224,9 @@ def _report(bench: Any, out_dir: Path, console: Any, *, chart: bool) -> None:
     console.print(table(rows, title=f"{bench.suite.name}: {len(records)} runs"))
     console.print(category_table(records))
     json_path, csv_path = write_summary(rows, out_dir)
-    console.print(f"raw results {bench.results.path}; summary {json_path}, {csv_path}",
-                  highlight=False)
+    console.print(
+        f"raw results {bench.results.path}; summary {json_path}, {csv_path}", highlight=False
+    )
     if chart:
         console.print(f"chart {draw_chart(rows, out_dir / 'chart.png')}", highlight=False)
 

@@ -35,8 +35,9 @@ def compare(expectation: Expectation, answer: Any, run: Mapping[str, Any]) -> st
     if kind == "exact":
         return _exact(value, answer)
     if kind == "number":
-        return _number(value, answer, float(opts.get("tolerance", 0)),
-                       float(opts.get("rel_tolerance", 0)))
+        return _number(
+            value, answer, float(opts.get("tolerance", 0)), float(opts.get("rel_tolerance", 0))
+        )
     if kind == "contains":
         return _contains(value, answer, bool(opts.get("case_sensitive", False)))
     if kind == "regex":

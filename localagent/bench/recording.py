@@ -25,8 +25,12 @@ class Exchange:
     prompt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"prompt_chars": self.prompt_chars, "output": self.output,
-               "finish_reason": self.finish_reason, "constrained": self.constrained}
+        out = {
+            "prompt_chars": self.prompt_chars,
+            "output": self.output,
+            "finish_reason": self.finish_reason,
+            "constrained": self.constrained,
+        }
         if self.prompt is not None:
             out["prompt"] = self.prompt
         return out
@@ -36,8 +40,13 @@ class RecordingLLM(LLM):
     """Delegates to `inner`; appends an Exchange per call to `exchanges` and hands it to
     `on_exchange` (for live display). `keep_prompts=False` keeps only their length."""
 
-    def __init__(self, inner: LLM, *, keep_prompts: bool = False,
-                 on_exchange: Callable[[Exchange], None] | None = None) -> None:
+    def __init__(
+        self,
+        inner: LLM,
+        *,
+        keep_prompts: bool = False,
+        on_exchange: Callable[[Exchange], None] | None = None,
+    ) -> None:
         self.inner = inner
         self.info = inner.info
         self.keep_prompts = keep_prompts
@@ -51,8 +60,13 @@ class RecordingLLM(LLM):
 
     def complete(self, prompt: str, **kwargs: Any) -> Completion:  # type: ignore[override]
         completion = self.inner.complete(prompt, **kwargs)
-        full = Exchange(len(prompt), completion.text, completion.finish_reason,
-                        kwargs.get("constraint") is not None, prompt)
+        full = Exchange(
+            len(prompt),
+            completion.text,
+            completion.finish_reason,
+            kwargs.get("constraint") is not None,
+            prompt,
+        )
         self.exchanges.append(full if self.keep_prompts else replace(full, prompt=None))
         if self.on_exchange is not None:
             self.on_exchange(full)
@@ -75,5 +89,7 @@ def format_exchange(exchange: Exchange, *, prompt_tail: int | None = None) -> st
     if prompt_tail is not None and len(prompt) > prompt_tail:
         prompt = "..." + prompt[-prompt_tail:]
     mode = "constrained" if exchange.constrained else "free"
-    return (f"--- prompt ({exchange.prompt_chars} chars) ---\n{prompt}\n"
-            f"--- output ({mode}, {exchange.finish_reason}) ---\n{exchange.output}")
+    return (
+        f"--- prompt ({exchange.prompt_chars} chars) ---\n{prompt}\n"
+        f"--- output ({mode}, {exchange.finish_reason}) ---\n{exchange.output}"
+    )

@@ -72,16 +72,23 @@ def _row(key: tuple[str, str, bool, str], rs: list[dict[str, Any]]) -> Row:
         return sum(float((r.get("usage") or {}).get(field, 0)) for r in rs) / n
 
     seconds = [float(r.get("seconds", 0)) for r in rs]
-    return Row(model=key[0], planner=key[1], constrain=key[2], filter=key[3], runs=n,
-               solved=sum(1 for r in rs if r.get("ok")),
-               parse_failures=sum(int(r.get("parse_failures", 0)) for r in rs),
-               gave_up=sum(1 for r in rs if r.get("gave_up")),
-               tool_errors=sum(int(r.get("tool_errors", 0)) for r in rs),
-               llm_calls=mean_usage("calls"),
-               prompt_evaluated=mean_usage("prompt_tokens_evaluated"),
-               prompt_reused=mean_usage("prompt_tokens_reused"),
-               completion=mean_usage("completion_tokens"),
-               seconds_mean=sum(seconds) / n, seconds_p95=p95(seconds))
+    return Row(
+        model=key[0],
+        planner=key[1],
+        constrain=key[2],
+        filter=key[3],
+        runs=n,
+        solved=sum(1 for r in rs if r.get("ok")),
+        parse_failures=sum(int(r.get("parse_failures", 0)) for r in rs),
+        gave_up=sum(1 for r in rs if r.get("gave_up")),
+        tool_errors=sum(int(r.get("tool_errors", 0)) for r in rs),
+        llm_calls=mean_usage("calls"),
+        prompt_evaluated=mean_usage("prompt_tokens_evaluated"),
+        prompt_reused=mean_usage("prompt_tokens_reused"),
+        completion=mean_usage("completion_tokens"),
+        seconds_mean=sum(seconds) / n,
+        seconds_p95=p95(seconds),
+    )
 
 
 def by_category(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
@@ -98,16 +105,42 @@ def table(rows: Sequence[Row], title: str = "planner benchmark") -> Any:
     from rich.table import Table
 
     t = Table(title=title)
-    for name in ("model", "planner", "constrained", "filter", "runs", "success",
-                 "parse fail", "gave up", "tool errors", "LLM calls", "prompt eval",
-                 "prompt reused", "completion", "s mean", "s p95"):
+    for name in (
+        "model",
+        "planner",
+        "constrained",
+        "filter",
+        "runs",
+        "success",
+        "parse fail",
+        "gave up",
+        "tool errors",
+        "LLM calls",
+        "prompt eval",
+        "prompt reused",
+        "completion",
+        "s mean",
+        "s p95",
+    ):
         t.add_column(name, justify="left" if name in ("model", "planner", "filter") else "right")
     for r in rows:
-        t.add_row(r.model, r.planner, "yes" if r.constrain else "no", r.filter, str(r.runs),
-                  f"{r.success:.0%} ({r.solved})", str(r.parse_failures), str(r.gave_up),
-                  str(r.tool_errors), f"{r.llm_calls:.1f}", f"{r.prompt_evaluated:.0f}",
-                  f"{r.prompt_reused:.0f}", f"{r.completion:.0f}", f"{r.seconds_mean:.1f}",
-                  f"{r.seconds_p95:.1f}")
+        t.add_row(
+            r.model,
+            r.planner,
+            "yes" if r.constrain else "no",
+            r.filter,
+            str(r.runs),
+            f"{r.success:.0%} ({r.solved})",
+            str(r.parse_failures),
+            str(r.gave_up),
+            str(r.tool_errors),
+            f"{r.llm_calls:.1f}",
+            f"{r.prompt_evaluated:.0f}",
+            f"{r.prompt_reused:.0f}",
+            f"{r.completion:.0f}",
+            f"{r.seconds_mean:.1f}",
+            f"{r.seconds_p95:.1f}",
+        )
     return t
 
 
@@ -121,8 +154,10 @@ def category_table(records: Sequence[dict[str, Any]]) -> Any:
     for c in columns:
         t.add_column(c, justify="right")
     for cat in sorted(cats):
-        t.add_row(cat, *(f"{cats[cat][c][0]}/{cats[cat][c][1]}" if c in cats[cat] else "-"
-                         for c in columns))
+        t.add_row(
+            cat,
+            *(f"{cats[cat][c][0]}/{cats[cat][c][1]}" if c in cats[cat] else "-" for c in columns),
+        )
     return t
 
 
@@ -153,19 +188,33 @@ def draw_chart(rows: Sequence[Row], path: Path) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("the chart needs matplotlib: pip install matplotlib "
-                         "(or skip it with --no-chart)") from None
+        raise UsageError(
+            "the chart needs matplotlib: pip install matplotlib (or skip it with --no-chart)"
+        ) from None
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), constrained_layout=True)
     markers = {"tree": "o", "sequential": "s", "react": "^", "tools": "D"}
-    for ax, xlabel, attr in ((axes[0], "tokens per run (prompt evaluated + completion)", "tok"),
-                             (axes[1], "seconds per run (mean)", "sec")):
+    for ax, xlabel, attr in (
+        (axes[0], "tokens per run (prompt evaluated + completion)", "tok"),
+        (axes[1], "seconds per run (mean)", "sec"),
+    ):
         for r in rows:
             x = r.prompt_evaluated + r.completion if attr == "tok" else r.seconds_mean
             color = f"C{list(markers).index(r.planner) if r.planner in markers else 4}"
-            ax.scatter(x, 100 * r.success, marker=markers.get(r.planner, "x"), s=60,
-                       edgecolors=color, facecolors=color if r.constrain else "none")
-            ax.annotate(f"{r.model.split('-')[0]} {r.label}", (x, 100 * r.success),
-                        fontsize=7, xytext=(4, 3), textcoords="offset points")
+            ax.scatter(
+                x,
+                100 * r.success,
+                marker=markers.get(r.planner, "x"),
+                s=60,
+                edgecolors=color,
+                facecolors=color if r.constrain else "none",
+            )
+            ax.annotate(
+                f"{r.model.split('-')[0]} {r.label}",
+                (x, 100 * r.success),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylabel("tasks solved (%)")
         ax.set_ylim(-5, 105)

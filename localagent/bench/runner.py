@@ -26,8 +26,10 @@ from localagent.llm.base import LLM
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
 
-FILTER_MODES_HELP = ("none (every tool), auto (filter the tasks with many tools, the "
-                     "default), on (filter every task), max:N, threshold:T")
+FILTER_MODES_HELP = (
+    "none (every tool), auto (filter the tasks with many tools, the "
+    "default), on (filter every task), max:N, threshold:T"
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,9 @@ class RunSpec:
     @property
     def key(self) -> str:
         mode = "c" if self.constrain else "u"
-        return "|".join((self.task.id, self.planner, self.model, mode, self.filter_label,
-                         str(self.repeat)))
+        return "|".join(
+            (self.task.id, self.planner, self.model, mode, self.filter_label, str(self.repeat))
+        )
 
 
 def parse_filter_modes(text: str) -> list[str]:
@@ -55,8 +58,11 @@ def parse_filter_modes(text: str) -> list[str]:
     for mode in modes:
         name, _, value = mode.partition(":")
         try:
-            ok = (mode in ("none", "auto", "on") or (name == "max" and int(value) >= 1)
-                  or (name == "threshold" and 0.0 <= float(value) <= 1.0))
+            ok = (
+                mode in ("none", "auto", "on")
+                or (name == "max" and int(value) >= 1)
+                or (name == "threshold" and 0.0 <= float(value) <= 1.0)
+            )
         except ValueError:
             ok = False
         if not ok:
@@ -82,20 +88,33 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
         max_tools = 8
     from localagent.retrieval import FilterOptions
 
-    label = "+".join(p for p in (f"max{max_tools}" if max_tools is not None else "",
-                                 f"t{threshold:g}" if threshold is not None else "") if p)
+    label = "+".join(
+        p
+        for p in (
+            f"max{max_tools}" if max_tools is not None else "",
+            f"t{threshold:g}" if threshold is not None else "",
+        )
+        if p
+    )
     return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools)
 
 
-def plan_runs(suite: Suite, planners: Sequence[str], models: Sequence[str],
-              constrains: Sequence[bool], filters: Sequence[str], repeat: int) -> list[RunSpec]:
+def plan_runs(
+    suite: Suite,
+    planners: Sequence[str],
+    models: Sequence[str],
+    constrains: Sequence[bool],
+    filters: Sequence[str],
+    repeat: int,
+) -> list[RunSpec]:
     """Every combination, model-major (each model is loaded once), keys unique."""
     from localagent.agent import PLANNERS
 
     bad = [p for p in planners if p not in PLANNERS]
     if bad or not planners:
-        raise UsageError(f"unknown planner(s) {', '.join(bad) or '(none)'}; "
-                         f"choose from {', '.join(PLANNERS)}")
+        raise UsageError(
+            f"unknown planner(s) {', '.join(bad) or '(none)'}; choose from {', '.join(PLANNERS)}"
+        )
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     specs: dict[str, RunSpec] = {}
@@ -110,54 +129,99 @@ def plan_runs(suite: Suite, planners: Sequence[str], models: Sequence[str],
     return list(specs.values())
 
 
-def run_one(spec: RunSpec, llm: RecordingLLM, *, suite: str = "", temperature: float = 0.7,
-            index: ToolIndex | None = None) -> dict[str, Any]:
+def run_one(
+    spec: RunSpec,
+    llm: RecordingLLM,
+    *,
+    suite: str = "",
+    temperature: float = 0.7,
+    index: ToolIndex | None = None,
+) -> dict[str, Any]:
     """Make one run and return its record (never raises for the run's own failures)."""
     from localagent.agent import Agent
     from localagent.planners.base import PlannerSettings
 
     label, options = filter_for(spec.task, spec.filter)
-    settings = PlannerSettings(constrain=spec.constrain, seed=spec.repeat,
-                               temperature=0.0 if spec.repeat == 0 else temperature)
+    settings = PlannerSettings(
+        constrain=spec.constrain,
+        seed=spec.repeat,
+        temperature=0.0 if spec.repeat == 0 else temperature,
+    )
     llm.take()
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.perf_counter()
     try:
-        agent = Agent(llm, registry=build_registry(spec.task, None), filter=options,
-                      settings=settings, index=index)
-        result = agent.run(spec.task.goal, planner=spec.planner,
-                           max_iterations=spec.task.max_iterations)
+        agent = Agent(
+            llm,
+            registry=build_registry(spec.task, None),
+            filter=options,
+            settings=settings,
+            index=index,
+        )
+        result = agent.run(
+            spec.task.goal, planner=spec.planner, max_iterations=spec.task.max_iterations
+        )
         trace = result.to_dict()
         crashed = None
     except UsageError:
         raise  # bad input (a suite naming an unknown plugin...): stop the benchmark
     except Exception as exc:  # noqa: BLE001 - a crash in one run is recorded, not fatal
-        message = exc.one_line() if isinstance(exc, LocalAgentError) else f"{type(exc).__name__}: {exc}"
-        trace = {"answer": None, "error": message, "steps": [], "plan": None, "usage": {},
-                 "parse_failures": 0, "seconds": time.perf_counter() - start}
+        message = (
+            exc.one_line() if isinstance(exc, LocalAgentError) else f"{type(exc).__name__}: {exc}"
+        )
+        trace = {
+            "answer": None,
+            "error": message,
+            "steps": [],
+            "plan": None,
+            "usage": {},
+            "parse_failures": 0,
+            "seconds": time.perf_counter() - start,
+        }
         crashed = message
     return _record(spec, label, suite, started, trace, crashed, llm)
 
 
-def _record(spec: RunSpec, label: str, suite: str, started: str, trace: dict[str, Any],
-            crashed: str | None, llm: RecordingLLM) -> dict[str, Any]:
+def _record(
+    spec: RunSpec,
+    label: str,
+    suite: str,
+    started: str,
+    trace: dict[str, Any],
+    crashed: str | None,
+    llm: RecordingLLM,
+) -> dict[str, Any]:
     from localagent.bench.checks import calls_of
 
     calls = calls_of(trace)
     reason = judge(spec.task, trace.get("answer"), trace)
     error = trace.get("error") or ""
     return {
-        "key": spec.key, "suite": suite, "task": spec.task.id, "category": spec.task.category,
-        "planner": spec.planner, "model": spec.model, "constrain": spec.constrain,
-        "filter": label, "filter_mode": spec.filter, "repeat": spec.repeat, "started_at": started,
-        "ok": reason is None, "reason": reason, "answer": trace.get("answer"),
-        "error": trace.get("error"), "crashed": crashed,
+        "key": spec.key,
+        "suite": suite,
+        "task": spec.task.id,
+        "category": spec.task.category,
+        "planner": spec.planner,
+        "model": spec.model,
+        "constrain": spec.constrain,
+        "filter": label,
+        "filter_mode": spec.filter,
+        "repeat": spec.repeat,
+        "started_at": started,
+        "ok": reason is None,
+        "reason": reason,
+        "answer": trace.get("answer"),
+        "error": trace.get("error"),
+        "crashed": crashed,
         "parse_failures": int(trace.get("parse_failures") or 0),
         "gave_up": "no valid output" in error,
-        "tool_calls": len(calls), "tool_errors": sum(1 for c in calls if c.get("error")),
+        "tool_calls": len(calls),
+        "tool_errors": sum(1 for c in calls if c.get("error")),
         "tools_offered": len(trace.get("tools") or []),
-        "usage": trace.get("usage") or {}, "seconds": round(float(trace.get("seconds") or 0), 3),
-        "outputs": [e.to_dict() for e in llm.take()], "trace": trace,
+        "usage": trace.get("usage") or {},
+        "seconds": round(float(trace.get("seconds") or 0), 3),
+        "outputs": [e.to_dict() for e in llm.take()],
+        "trace": trace,
     }
 
 
@@ -186,14 +250,22 @@ class Benchmark:
         done = self.results.done_keys()
         return [s for s in specs if s.key not in done]
 
-    def run(self, specs: Sequence[RunSpec],
-            on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None) -> int:
+    def run(
+        self,
+        specs: Sequence[RunSpec],
+        on_done: Callable[[RunSpec, dict[str, Any]], None] | None = None,
+    ) -> int:
         """Run what is not done yet; returns how many runs were made."""
         made = 0
         for spec in self.pending(specs):
             index = self._index_for(spec)
-            record = run_one(spec, self._model(spec.model), suite=self.suite.name,
-                             temperature=self.temperature, index=index)
+            record = run_one(
+                spec,
+                self._model(spec.model),
+                suite=self.suite.name,
+                temperature=self.temperature,
+                index=index,
+            )
             self.results.append(record)
             made += 1
             if on_done is not None:

@@ -34,8 +34,18 @@ from localagent.errors import UsageError
 Comparator = Literal["exact", "number", "contains", "regex", "check"]
 COMPARATORS: tuple[str, ...] = get_args(Comparator)
 _OPTIONS = {"tolerance", "rel_tolerance", "case_sensitive", "flags"}
-_TASK_KEYS = {"id", "category", "goal", "plugins", "exclude", "distractors", "filter",
-              "max_iterations", "expect", "notes"}
+_TASK_KEYS = {
+    "id",
+    "category",
+    "goal",
+    "plugins",
+    "exclude",
+    "distractors",
+    "filter",
+    "max_iterations",
+    "expect",
+    "notes",
+}
 
 
 @dataclass(frozen=True)
@@ -152,11 +162,17 @@ def _task(raw: Any, n: int, path: Path) -> Task:
     if iterations < 1:
         raise UsageError(f"{where}: 'max_iterations' must be at least 1")
     return Task(
-        id=task_id.strip(), goal=goal.strip(), plugins=_names(raw.get("plugins"), "plugins", where),
-        expect=_expectations(raw.get("expect"), where), category=str(raw.get("category") or ""),
+        id=task_id.strip(),
+        goal=goal.strip(),
+        plugins=_names(raw.get("plugins"), "plugins", where),
+        expect=_expectations(raw.get("expect"), where),
+        category=str(raw.get("category") or ""),
         exclude=_names(raw.get("exclude") or [], "exclude", where, empty_ok=True),
-        distractors=distractors, filter=_filter(raw.get("filter"), where),
-        max_iterations=iterations, base_dir=path.resolve().parent)
+        distractors=distractors,
+        filter=_filter(raw.get("filter"), where),
+        max_iterations=iterations,
+        base_dir=path.resolve().parent,
+    )
 
 
 def _names(value: Any, key: str, where: str, *, empty_ok: bool = False) -> tuple[str, ...]:
@@ -190,8 +206,10 @@ def _expectation(item: Any, where: str) -> Expectation:
     kinds = [k for k in item if k in COMPARATORS]
     extra = sorted(set(item) - set(COMPARATORS) - _OPTIONS)
     if len(kinds) != 1 or extra:
-        raise UsageError(f"{where}: 'expect' needs exactly one of {', '.join(COMPARATORS)}"
-                         + (f" (unknown: {', '.join(extra)})" if extra else ""))
+        raise UsageError(
+            f"{where}: 'expect' needs exactly one of {', '.join(COMPARATORS)}"
+            + (f" (unknown: {', '.join(extra)})" if extra else "")
+        )
     kind = kinds[0]
     value = item[kind]
     options = {k: item[k] for k in item if k in _OPTIONS}

@@ -87,8 +87,9 @@ def pick_distractors(task_id: str, count: int, registry: ToolRegistry) -> list[T
         return []
     pool = [s for s in _catalog() if s.qualified_name not in registry]
     if count > len(pool):
-        raise UsageError(f"task {task_id!r} asks for {count} distractors; "
-                         f"the catalog has {len(pool)}")
+        raise UsageError(
+            f"task {task_id!r} asks for {count} distractors; the catalog has {len(pool)}"
+        )
     return sorted(random.Random(task_id).sample(pool, count), key=lambda s: s.qualified_name)
 
 

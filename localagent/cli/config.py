@@ -20,7 +20,7 @@ from localagent.cli.common import console, handle_errors
 
 config_app = typer.Typer(
     help="Show the settings and where each comes from (flag > env > config file > default)."
-         "\n\nExample: localagent config show",
+    "\n\nExample: localagent config show",
     no_args_is_help=True,
 )
 app.add_typer(config_app, name="config")
@@ -52,8 +52,11 @@ def show(as_json: bool = typer.Option(False, "--json", help="Print one JSON obje
 
     settings = load_settings()
     if as_json:
-        typer.echo(json.dumps({s.name: {"value": str(s.value), "source": s.source}
-                               for s in settings}, indent=2))
+        typer.echo(
+            json.dumps(
+                {s.name: {"value": str(s.value), "source": s.source} for s in settings}, indent=2
+            )
+        )
         return
     table = Table(title=f"settings (config file: {settings.path})")
     for column in ("setting", "value", "source", "environment variable"):
@@ -62,8 +65,7 @@ def show(as_json: bool = typer.Option(False, "--json", help="Print one JSON obje
         short = {"env": "env", "config": "config file"}.get(s.source.split()[0], s.source)
         table.add_row(s.name, str(s.value), short, BY_NAME[s.name].env)
     console.print(table)
-    console.print("precedence: flag > environment variable > config file > default",
-                  style="dim")
+    console.print("precedence: flag > environment variable > config file > default", style="dim")
 
 
 @config_app.command("path")
