@@ -200,3 +200,12 @@ def test_tool_calling_early_exit_without_calls(registry):
     llm = ScriptedLLM(["Hello!"])
     out = ToolCallingPlanner(llm, registry.specs()).run("hi", Executor(registry))
     assert out.answer == "Hello!" and len(out.turns) == 1
+
+
+def test_bare_json_calls_are_read_as_calls(registry):
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    bare = json.dumps({"name": "WeatherPlugin.DidItRainToday", "arguments": {"city": "Athens"}})
+    llm = ScriptedLLM([bare, "It rained, you won."])
+    out = ToolCallingPlanner(llm, specs).run("rain?", Executor(registry))
+    assert out.turns[0].calls[0]["result"] is True
+    assert out.answer == "It rained, you won."

@@ -169,5 +169,7 @@ def react_header(goal: str, tools: Sequence[ToolSpec], chat: Any | None) -> str:
 TOOLS_SYSTEM = (
     "You are a helpful assistant with tools. Call a tool when you need a fact you do not "
     "have; call several tools in one turn only when they do not depend on each other. "
+    "When the question depends on a condition (\"if ...\"), first call a tool that checks "
+    "the condition, and take the next step only if the result shows the condition holds. "
     "Decide the next step from the tool results you already have: if a result makes a "
     "further step pointless, do not take it. When you can answer, reply in plain text.")

@@ -66,6 +66,24 @@ def result_content(result: ExecutionResult) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def wrap_bare_calls(text: str) -> str:
+    """`{"name": ..., "arguments": ...}` lines without `<tool_call>` tags, wrapped in them.
+
+    Qwen2.5-Coder often writes its calls as bare JSON objects, which the grammar's
+    plain-answer branch admits; read as an answer, the call would be lost.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines or not all(line.startswith("{") for line in lines):
+        return text
+    try:
+        objects = [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        return text
+    if not all(isinstance(o, dict) and set(o) == {"name", "arguments"} for o in objects):
+        return text
+    return "\n".join(f"<tool_call>\n{line}\n</tool_call>" for line in lines)
+
+
 class ToolCallingPlanner:
     """Runs the tool-calling loop; the executor runs each turn's calls concurrently."""
 
@@ -84,7 +102,8 @@ class ToolCallingPlanner:
             self.tools, max_calls=MAX_CALLS_PER_TURN, bounds=Bounds(max_text=400))
 
         def parse(text: str) -> ToolCallTurn:
-            turn = parse_tool_calls(text, self.tools, max_calls=MAX_CALLS_PER_TURN)
+            turn = parse_tool_calls(wrap_bare_calls(text), self.tools,
+                                    max_calls=MAX_CALLS_PER_TURN)
             if last and self.settings.constrain and turn.answer is None:
                 raise PlanValidationError("the last turn must answer in text")
             return turn
