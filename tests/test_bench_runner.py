@@ -191,3 +191,17 @@ def test_recording_llm_keeps_outputs_and_shows_prompts() -> None:
     assert llm.take() == [] and seen[1].prompt == "prompt two"
     text = format_exchange(seen[1], prompt_tail=3)
     assert "...two" in text and "out2" in text and "(free, stop)" in text
+
+
+def test_filtered_task_offers_the_best_tools(tmp_path: Path) -> None:
+    """Real MiniLM embeddings and Chroma: 5 distractors + DemoPlugin, filtered to 4."""
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SUITE_TEXT, encoding="utf-8")
+    suite = load_suite(path).select(["many"])
+    bench = Benchmark(suite, tmp_path / "out", load=Loader(), index_dir=tmp_path / "index")
+    specs = plan_runs(suite, ["tree"], ["m1"], [True], ["none", "max:4"], 1)
+    assert bench.run(specs) == 2
+    records = {r["filter"]: r for r in bench.results.records()}
+    assert records["none"]["tools_offered"] == 8 and records["max4"]["tools_offered"] == 4
+    offered = records["max4"]["trace"]["tools"]
+    assert "DemoPlugin.GetInvoice" in offered and records["max4"]["ok"]
