@@ -29,7 +29,7 @@ from localagent.errors import (
 )
 from localagent.grammar.samples import demo_tools, goals, hostile_tools, prompt_for
 from localagent.llm import load_llm
-from localagent.llm.constrained import compile_stats, processor_for
+from localagent.llm.constrained import compile_stats, processor_for, tokenizer_for
 
 MAX_TOKENS = {"sequential": 200, "tree": 200, "react": 120, "tool_call": 160}
 STOPS = {"react": ["\nObservation"]}
@@ -113,7 +113,9 @@ def run_format(llm: Any, fmt: str, tools: Sequence, goal_list: Sequence[str]) ->
 
 def compile_times(llm: Any) -> list[tuple[str, int, float, float]]:
     """(format, n tools, first seconds, cached seconds) for distinct tool sets."""
-    rows = []
+    start = time.perf_counter()
+    tokenizer_for(llm._llama)  # built once per model, not part of a grammar's compile time
+    rows = [("(tokenizer build)", 0, time.perf_counter() - start, 0.0)]
     base = demo_tools()
     for n in (10, 50, 200):
         tools = [replace(base[i % len(base)], plugin=f"{base[i % len(base)].plugin}{i}")
@@ -139,6 +141,8 @@ def main() -> None:
     ap.add_argument("--goals", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1,
                     help="llama.cpp threads (1 is far faster on a busy 2-core machine)")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="only the compile-time table (first model's tokenizer)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
     tools, goal_list, results = demo_tools(), goals(args.goals), []
@@ -149,7 +153,7 @@ def main() -> None:
             print(f"{name}: weights not installed, skipped")
             continue
         llm.tokenize(" ")  # warm
-        for fmt in args.formats:
+        for fmt in [] if args.compile_only else args.formats:
             con, unc = run_format(llm, fmt, tools, goal_list)
             ratio = con.rate / unc.rate if unc.rate else float("nan")
             mask_ms = 1000 * con.mask_seconds / max(con.tokens, 1)
