@@ -86,6 +86,7 @@ def main() -> None:
     for name in names:
         try:
             rows.append(bench_model(name, args.threads))
+            print(f"done {name}: {rows[-1]}", flush=True)
         except WeightsPackageMissingError as exc:
             print(f"skipped {name}: {exc.one_line()}")
     print(f"\nthreads={args.threads}; 5-call growing-prompt loop, A = KV-cache reuse, "
