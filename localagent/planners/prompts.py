@@ -52,8 +52,9 @@ TREE_EXAMPLES: tuple[tuple[str, str, dict[str, Any]], ...] = (
       "3. Math.Multiply of step 1 and step 2"),
      _call("Math.Multiply", value1=_STOCK("pears"), value2=_call("Shop.GetPrice", item="pears"))),
     ("How many more apples are in stock than pears and plums together?",
-     ("1. Inventory.GetStock of apples; 2. Math.Add of Inventory.GetStock of pears and "
-      "of plums; 3. Math.Subtract of step 2 from step 1"),
+     ("1. Inventory.GetStock of apples; 2. Inventory.GetStock of pears; "
+      "3. Inventory.GetStock of plums; 4. Math.Add of step 2 and step 3; "
+      "5. Math.Subtract of step 1 and step 4"),
      _call("Math.Subtract", value1=_STOCK("apples"),
            value2=_call("Math.Add", value1=_STOCK("pears"), value2=_STOCK("plums")))),
     ("What is the stock of figs plus 12?",
@@ -92,7 +93,9 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
         "You plan how to reach a goal by calling functions. A plan is ONE call; an argument "
         "may be another call whose result is used there, so calls nest: the last operation "
         "is the outermost call and the first lookups are the innermost. First list the steps "
-        "in \"reasoning\", then write the nested \"plan\". Use only the functions listed.")
+        "in \"reasoning\", one function call per step (look every fact up with a function; "
+        "never invent a number), then write the nested \"plan\". Use only the functions "
+        "listed.")
     user = (
         f"Example functions:\n{render_manual(EXAMPLE_TREE_TOOLS)}\n\n"
         f"Examples:\n\n{shots}\n\n"
