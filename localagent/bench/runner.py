@@ -243,6 +243,7 @@ class Benchmark:
 
     def __post_init__(self) -> None:
         self.results = ResultsFile(self.out_dir)
+        self.code_version = code_version()
         self._llm: tuple[str, RecordingLLM] | None = None
         self._index: ToolIndex | None = None
 
@@ -266,7 +267,7 @@ class Benchmark:
                 temperature=self.temperature,
                 index=index,
             )
-            self.results.append(record)
+            self.results.append({**record, "code": self.code_version})
             made += 1
             if on_done is not None:
                 on_done(spec, record)
@@ -296,3 +297,34 @@ class Benchmark:
 
             self._index = ToolIndex(self.index_dir or self.out_dir / "index")
         return self._index
+
+
+def code_version() -> str:
+    """The checkout's commit (+ "-dirty" with uncommitted changes under localagent/), so
+    results from different code are never mistaken for one another; "" outside git."""
+    import subprocess
+
+    from localagent.paths import REPO_DIR
+
+    if not (REPO_DIR / ".git").exists():
+        return ""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "localagent"],
+            check=False,
+            cwd=REPO_DIR,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
