@@ -205,3 +205,12 @@ def test_filtered_task_offers_the_best_tools(tmp_path: Path) -> None:
     assert records["none"]["tools_offered"] == 8 and records["max4"]["tools_offered"] == 4
     offered = records["max4"]["trace"]["tools"]
     assert "DemoPlugin.GetInvoice" in offered and records["max4"]["ok"]
+
+
+def test_markdown_summary(suite: Suite, tmp_path: Path) -> None:
+    bench = Benchmark(suite, tmp_path / "out", load=Loader())
+    bench.run(_specs(suite))
+    write_summary(summarize(bench.results.records()), tmp_path / "out")
+    lines = (tmp_path / "out" / "summary.md").read_text().splitlines()
+    assert len(lines) == 4 and lines[1].count("---") == lines[0].count("|") - 1
+    assert "| m1 | tree | yes | auto | 2 | 50% (1) |" in lines[3]

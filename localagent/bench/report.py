@@ -1,5 +1,5 @@
 """Summaries of benchmark records: rows per (model, planner, constrain, filter), a rich
-table, summary.json/summary.csv, and a PNG chart of success against tokens and seconds.
+table, summary.json/summary.csv/summary.md, and a PNG chart of success against tokens and seconds.
 
 Token and call columns are means per run; seconds are the agent's wall time per run.
 """
@@ -161,6 +161,25 @@ def category_table(records: Sequence[dict[str, Any]]) -> Any:
     return t
 
 
+def markdown_table(rows: Sequence[Row]) -> str:
+    """The summary as a Markdown table (for docs/BENCHMARKS.md)."""
+    head = (
+        "| model | planner | constrained | filter | runs | success | parse fail | gave up "
+        "| tool errors | LLM calls | prompt eval | prompt reused | completion | s mean "
+        "| s p95 |"
+    )
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        lines.append(
+            f"| {r.model} | {r.planner} | {'yes' if r.constrain else 'no'} | {r.filter} "
+            f"| {r.runs} | {r.success:.0%} ({r.solved}) | {r.parse_failures} | {r.gave_up} "
+            f"| {r.tool_errors} | {r.llm_calls:.1f} | {r.prompt_evaluated:.0f} "
+            f"| {r.prompt_reused:.0f} | {r.completion:.0f} | {r.seconds_mean:.1f} "
+            f"| {r.seconds_p95:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def write_summary(rows: Sequence[Row], out_dir: Path) -> tuple[Path, Path]:
     """summary.json and summary.csv (one row per group), written via temp files."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -176,6 +195,7 @@ def write_summary(rows: Sequence[Row], out_dir: Path) -> tuple[Path, Path]:
         writer.writeheader()
         writer.writerows(data)
     tmp.replace(csv_path)
+    (out_dir / "summary.md").write_text(markdown_table(rows), encoding="utf-8")
     return json_path, csv_path
 
 
