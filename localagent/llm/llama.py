@@ -213,10 +213,13 @@ def _open_llama(path: Path, *, n_ctx: int, n_threads: int | None, seed: int,
                 verbose: bool) -> llama_cpp.Llama:
     """Load with llama.cpp's chatter off; a file it cannot load becomes ModelFileError."""
     from llama_cpp import Llama
+    from llama_cpp._utils import suppress_stdout_stderr
 
     try:
-        return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
-                     n_threads_batch=n_threads, seed=seed, verbose=verbose)
+        # llama.cpp writes some notes (e.g. Gemma's SWA cache) straight to fd 2
+        with suppress_stdout_stderr(disable=verbose):
+            return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
+                         n_threads_batch=n_threads, seed=seed, verbose=verbose)
     except (ValueError, RuntimeError, OSError) as exc:
         raise ModelFileError(
             f"{path} could not be loaded by llama.cpp: truncated or corrupt GGUF ({exc})"
