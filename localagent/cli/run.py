@@ -8,7 +8,7 @@ without it, steps and calls are shown live as they happen.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -67,22 +67,22 @@ def _show_tools(agent: Any, goal: str) -> None:
 def run_command(
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
     planner: str = typer.Option("tree", "--planner", help="sequential | tree | react | tools"),
-    model: Optional[str] = MODEL_OPT,  # noqa: UP007 (typer needs Optional)
-    plugins: Optional[list[str]] = PLUGINS_OPT,  # noqa: UP007
+    model: str | None = MODEL_OPT,
+    plugins: list[str] | None = PLUGINS_OPT,
     max_iterations: int = typer.Option(5, "--max-iterations",
                                        help="Most model steps (react, tools)."),
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    threshold: Optional[float] = typer.Option(None, "--threshold",  # noqa: UP007
+    threshold: float | None = typer.Option(None, "--threshold",
                                               help="Keep tools at least this similar (0..1)."),
-    max_tools: Optional[int] = typer.Option(None, "--max-tools",  # noqa: UP007
+    max_tools: int | None = typer.Option(None, "--max-tools",
                                             help="Keep at most this many tools."),
-    include: Optional[list[str]] = typer.Option(None, "--include",  # noqa: UP007
+    include: list[str] | None = typer.Option(None, "--include",
                                                 help="Always offer this function."),
-    exclude: Optional[list[str]] = typer.Option(None, "--exclude",  # noqa: UP007
+    exclude: list[str] | None = typer.Option(None, "--exclude",
                                                 help="Never offer this function."),
-    exclude_plugin: Optional[list[str]] = typer.Option(None, "--exclude-plugin",  # noqa: UP007
+    exclude_plugin: list[str] | None = typer.Option(None, "--exclude-plugin",
                                                        help="Never offer this plugin."),
     show_tools: bool = typer.Option(False, "--show-tools", help="Print the tools offered."),
 ) -> None:
@@ -112,15 +112,15 @@ def run_command(
 def plan_command(
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
     planner: str = typer.Option("tree", "--planner", help="sequential | tree"),
-    model: Optional[str] = MODEL_OPT,  # noqa: UP007
-    plugins: Optional[list[str]] = PLUGINS_OPT,  # noqa: UP007
+    model: str | None = MODEL_OPT,
+    plugins: list[str] | None = PLUGINS_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold"),  # noqa: UP007
-    max_tools: Optional[int] = typer.Option(None, "--max-tools"),  # noqa: UP007
-    include: Optional[list[str]] = typer.Option(None, "--include"),  # noqa: UP007
-    exclude: Optional[list[str]] = typer.Option(None, "--exclude"),  # noqa: UP007
-    exclude_plugin: Optional[list[str]] = typer.Option(None, "--exclude-plugin"),  # noqa: UP007
+    threshold: float | None = typer.Option(None, "--threshold"),
+    max_tools: int | None = typer.Option(None, "--max-tools"),
+    include: list[str] | None = typer.Option(None, "--include"),
+    exclude: list[str] | None = typer.Option(None, "--exclude"),
+    exclude_plugin: list[str] | None = typer.Option(None, "--exclude-plugin"),
 ) -> None:
     from localagent.errors import UsageError
 
