@@ -8,7 +8,7 @@ import pytest
 
 from localagent.errors import PlanningError
 from localagent.executor import Executor
-from localagent.grammars import react_step, tool_call_turn, tree_plan
+from localagent.grammars import react_step, tool_call_turn
 from localagent.llm import ScriptedLLM
 from localagent.plan import SequentialPlan, TreePlan
 from localagent.planners.base import PlannerSettings
@@ -47,7 +47,8 @@ def test_tree_plan_parsed_and_executed(registry):
     planned = TreePlanner(llm, specs).plan("diff of totals")
     assert isinstance(planned.plan, TreePlan)
     assert planned.reasoning == "totals then diff"
-    assert llm.requests[0].constraint == tree_plan(specs, depth=4, reasoning_chars=200)
+    assert llm.requests[0].constraint == TreePlanner(llm, specs).constraint()
+    assert "{1,320}" in llm.requests[0].constraint.source  # reasoning not capped at 120
     assert Executor(registry).run_sync(planned.plan).value == 21100
 
 

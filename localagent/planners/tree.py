@@ -11,14 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from localagent.grammars import parse_tree, tree_plan
+from localagent.grammars import Bounds, parse_tree, tree_plan
 from localagent.llm.base import LLM
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.planners.base import GenerationLog, PlannerSettings, generate_checked
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
-REASONING_CHARS = 200
+REASONING_CHARS = 320
+# The grammar caps every JSON string at Bounds.max_string (120 by default), the reasoning
+# too: the steps of a 5-call plan need more, or the model is cut off before the plan.
+BOUNDS = Bounds(max_string=REASONING_CHARS)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class TreePlanner:
         self.llm, self.tools, self.settings, self.depth = llm, list(tools), settings or PlannerSettings(), depth
 
     def constraint(self):  # -> Constraint
-        return tree_plan(self.tools, depth=self.depth, reasoning_chars=REASONING_CHARS)
+        return tree_plan(self.tools, depth=self.depth, reasoning_chars=REASONING_CHARS,
+                         bounds=BOUNDS)
 
     def plan(self, goal: str, log: GenerationLog | None = None) -> PlannedTree:
         log = log if log is not None else GenerationLog()
