@@ -92,10 +92,11 @@ def _row(key: tuple[str, str, bool, str], rs: list[dict[str, Any]]) -> Row:
 
 
 def by_category(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[int, int]]]:
-    """category -> "model planner mode" -> (solved, runs)."""
+    """category -> "model planner c|u" (the model's short name) -> (solved, runs)."""
     out: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
     for r in records:
-        column = f"{r['planner']} {'c' if r['constrain'] else 'u'}"
+        model = str(r["model"]).split("-")[0]  # qwen2.5, smollm2...
+        column = f"{model} {r['planner']} {'c' if r['constrain'] else 'u'}"
         solved, runs = out[r.get("category") or "-"].get(column, (0, 0))
         out[r.get("category") or "-"][column] = (solved + bool(r.get("ok")), runs + 1)
     return dict(out)
