@@ -127,9 +127,14 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
     """
     from llguidance.llamacpp import lltokenizer_from_vocab
 
-    key = _fingerprint(llama)
+    # Keyed by the model object too: a closed or garbage-collected Llama frees its vocab,
+    # and a tokenizer (or matcher) built on it would then read freed memory (a segfault
+    # seen when a second Llama of the same file reused the first one's cache entry).
+    # The cache holds the model object, so its id cannot be reused while the entry lives.
+    key = f"{_fingerprint(llama)}:{id(llama._model)}"
     with _LOCK:
-        if key not in _TOKENIZERS:
+        _forget_closed_models()
+        if key not in _TOKENIZERS or _TOKENIZERS[key][1] is not llama._model:
             model = llama._model
             with warnings.catch_warnings():  # one deprecation warning per vocab entry
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -137,6 +142,15 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
             _TOKENIZERS[key] = (tok, model)
             _STATS.tokenizer_builds += 1
         return key, _TOKENIZERS[key][0]
+
+
+def _forget_closed_models() -> None:
+    """Drop tokenizers and compiled matchers of models that were closed (freed vocab)."""
+    dead = {k for k, (_, model) in _TOKENIZERS.items() if getattr(model, "model", None) is None}
+    for k in dead:
+        del _TOKENIZERS[k]
+    for cache_key in [c for c in _MATCHERS if c[1] in dead]:
+        del _MATCHERS[cache_key]
 
 
 def processor_for(constraint: Constraint, llama: llama_cpp.Llama) -> ConstrainedProcessor:
