@@ -1,7 +1,8 @@
 """`localagent run "GOAL"` (plan and act) and `localagent plan "GOAL"` (plan only).
 
 Exit codes: 0 with an answer, 1 when the agent could not reach one, 2 for bad input.
-`--json` prints one object (answer, planner, model, plan, steps, usage, seconds...);
+`--quiet` prints only the answer; `--verbose` adds every prompt and raw model output (on
+stderr). `--json` prints one object (answer, planner, model, plan, steps, usage, seconds...);
 without it, steps and calls are shown live as they happen.
 """
 
@@ -85,6 +86,9 @@ def run_command(
     exclude_plugin: list[str] | None = typer.Option(None, "--exclude-plugin",
                                                        help="Never offer this plugin."),
     show_tools: bool = typer.Option(False, "--show-tools", help="Print the tools offered."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Also show every prompt and raw model output (stderr)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the answer."),
 ) -> None:
     from localagent.agent import PLANNERS
     from localagent.errors import UsageError
@@ -93,18 +97,44 @@ def run_command(
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
     if max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
-    agent = _agent(model, plugins, no_constrain,
+    if verbose and quiet:
+        raise UsageError("--verbose and --quiet exclude each other")
+    agent = _agent(_verbose_model(model) if verbose else model, plugins, no_constrain,
                    _filter(threshold, max_tools, include, exclude, exclude_plugin))
-    if show_tools and not as_json:
+    if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
-                       on_event=None if as_json else _LiveView())
+                       on_event=None if (as_json or quiet) else _LiveView())
     if as_json:
         typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+    elif quiet:
+        _print_answer_only(result)
     else:
         _print_result(result)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _verbose_model(model: str | None) -> Any:
+    """The model, loaded now and wrapped so each prompt and raw output goes to stderr."""
+    from localagent.bench.recording import RecordingLLM, format_exchange
+    from localagent.cli.common import err_console
+    from localagent.llm import load_llm
+
+    def show(exchange: Any) -> None:
+        err_console.print(format_exchange(exchange), markup=False, highlight=False)
+
+    return RecordingLLM(load_llm(model), on_exchange=show)
+
+
+def _print_answer_only(result: Any) -> None:
+    if result.ok:
+        answer = result.answer if isinstance(result.answer, str) else json.dumps(result.answer)
+        typer.echo(answer)
+    else:
+        from localagent.cli.common import err_console
+
+        err_console.print(f"error: no answer: {result.error}", markup=False)
 
 
 @app.command("plan", help=_PLAN_HELP)
