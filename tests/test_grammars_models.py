@@ -42,7 +42,12 @@ def llm(request):
 
 
 @pytest.mark.parametrize("fmt", list(G.FORMATS))
-def test_constrained_outputs_parse_and_validate(llm, fmt: str) -> None:
+def test_constrained_outputs_parse_and_validate(llm, fmt: str, request) -> None:
+    if llm.info.name == "gemma-3-270m" and fmt in ("sequential", "tool_call"):
+        request.applymarker(pytest.mark.xfail(strict=False, reason=(
+            "measured 2026-11-30: gemma-3-270m (a base model) loops inside the bounds until "
+            "max_tokens on 5/10 sequential and 7/10 tool_call goals; every truncation is "
+            "detected and none is returned as valid")))
     constraint = BUILD[fmt]()
     instructions = G.format_instructions(fmt, TOOLS)
     failures = []

@@ -22,11 +22,7 @@ def _register() -> None:
     import importlib
 
     for module in ("models", "generate", "tools", "retrieval", "run", "exec", "config"):
-        try:
-            importlib.import_module(f"localagent.cli.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"localagent.cli.{module}":
-                raise
+        importlib.import_module(f"localagent.cli.{module}")
 
 
 _register()
