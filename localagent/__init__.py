@@ -8,7 +8,7 @@ from localagent.offline import enforce_offline
 
 enforce_offline()
 
-__all__ = ["tool", "Agent"]
+__all__ = ["Agent", "tool"]
 __version__ = "0.1.0"
 
 

@@ -52,7 +52,7 @@ def _report_line(report: SyncReport, index: ToolIndex) -> str:
 @tools_app.command("index")
 @handle_errors
 def index_command(
-    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045, B008
+    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
     rebuild: bool = typer.Option(
         False, "--rebuild", help="Delete the index folder and embed every function again."
@@ -75,7 +75,7 @@ def index_command(
 def search_command(
     query: str = typer.Argument(..., help="What you want to do, in words."),
     top_k: int = typer.Option(10, "--top-k", min=1, help="How many functions to show."),
-    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045, B008
+    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
 ) -> None:
     """Show the functions closest in meaning to QUERY, with their similarity scores."""

@@ -49,7 +49,7 @@ def _registry(plugins: list[str] | None, examples: bool, model: str | None = Non
 @tools_app.command("list")
 @handle_errors
 def list_tools(
-    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045, B008
+    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the specs as JSON instead."),
 ) -> None:
@@ -97,10 +97,10 @@ def _spec_dict(spec: ToolSpec) -> dict[str, Any]:
 @handle_errors
 def call_tool(
     function: str = typer.Argument(..., help="The function, as Plugin.Function."),
-    arg: Optional[list[str]] = typer.Option(  # noqa: UP045, B008
+    arg: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--arg", "-a", help="An argument as name=value (repeatable); JSON values accepted."
     ),
-    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045, B008
+    plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
     model: Optional[str] = typer.Option(  # noqa: UP045
         None,
