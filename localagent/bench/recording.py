@@ -7,11 +7,12 @@ failure can be read afterwards, and `--verbose` front ends can show prompts as t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from localagent.llm.base import LLM, Completion, Message
+from localagent.llm.base import LLM, Completion
+from localagent.llm.delegating import DelegatingLLM
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Exchange:
         return out
 
 
-class RecordingLLM(LLM):
+class RecordingLLM(DelegatingLLM):
     """Delegates to `inner`; appends an Exchange per call to `exchanges` and hands it to
     `on_exchange` (for live display). `keep_prompts=False` keeps only their length."""
 
@@ -47,8 +48,7 @@ class RecordingLLM(LLM):
         keep_prompts: bool = False,
         on_exchange: Callable[[Exchange], None] | None = None,
     ) -> None:
-        self.inner = inner
-        self.info = inner.info
+        super().__init__(inner)
         self.keep_prompts = keep_prompts
         self.on_exchange = on_exchange
         self.exchanges: list[Exchange] = []
@@ -72,14 +72,6 @@ class RecordingLLM(LLM):
             self.on_exchange(full)
         return completion
 
-    def format_chat(self, messages: Sequence[Message], **kwargs: Any) -> str:  # type: ignore[override]
-        return self.inner.format_chat(messages, **kwargs)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def format_exchange(exchange: Exchange, *, prompt_tail: int | None = None) -> str:

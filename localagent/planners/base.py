@@ -16,6 +16,7 @@ from localagent.constraint import Constraint
 from localagent.errors import PlanningError, PlanValidationError, TruncatedOutputError
 from localagent.grammars import ensure_complete
 from localagent.llm.base import LLM, Completion, Message, Usage
+from localagent.llm.delegating import DelegatingLLM
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -133,7 +134,7 @@ def select_specs(
     return [s for s in specs if s.qualified_name in keep]
 
 
-class MeteredLLM(LLM):
+class MeteredLLM(DelegatingLLM):
     """Delegates to an LLM and adds up the usage of every call through it.
 
     The agent hands the same metered instance to the planner and to the registry (prompt
@@ -142,8 +143,7 @@ class MeteredLLM(LLM):
     """
 
     def __init__(self, inner: LLM) -> None:
-        self.inner = inner
-        self.info = inner.info
+        super().__init__(inner)
         self._usage = Usage()
         self._lock = threading.Lock()
 
@@ -157,14 +157,6 @@ class MeteredLLM(LLM):
             self._usage = self._usage + completion.usage
         return completion
 
-    def format_chat(self, messages: Sequence[Message], **kwargs: Any) -> str:  # type: ignore[override]
-        return self.inner.format_chat(messages, **kwargs)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def usage_since(llm: LLM, before: Usage) -> Usage:

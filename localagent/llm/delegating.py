@@ -1,0 +1,30 @@
+"""A base for LLM wrappers (metering, recording): everything goes to the wrapped model.
+
+Subclasses override `complete` to observe calls; chat rendering, token counting and any
+backend-specific attribute (`reset_cache`, `llama`...) pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from localagent.llm.base import LLM, Completion, Message
+
+
+class DelegatingLLM(LLM):
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+        self.info = inner.info
+
+    def complete(self, prompt: str, **kwargs: Any) -> Completion:  # type: ignore[override]
+        return self.inner.complete(prompt, **kwargs)
+
+    def format_chat(self, messages: Sequence[Message], **kwargs: Any) -> str:  # type: ignore[override]
+        return self.inner.format_chat(messages, **kwargs)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
