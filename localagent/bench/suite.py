@@ -14,6 +14,7 @@ writing Python. Format (every key but `id`, `goal`, `plugins` and `expect` is op
         filter: {max_tools: 8}        # how to filter when the benchmark filters this task
         max_iterations: 5             # react / tools steps
         expect: {number: 6700, tolerance: 0.5}
+        solution: {function: DemoPlugin.GetInvoice, args: {company: D}}  # reference plan
 
 `expect` is one mapping or a list of them (all must hold); each names one comparator:
 `exact`, `number` (+ `tolerance`, `rel_tolerance`), `contains` (a string or a list, all
@@ -45,6 +46,7 @@ _TASK_KEYS = {
     "max_iterations",
     "expect",
     "notes",
+    "solution",
 }
 
 
@@ -77,6 +79,9 @@ class Task:
     filter: TaskFilter | None = None
     max_iterations: int = 5
     base_dir: Path = field(default=Path("."), compare=False)
+    solution: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    """A reference plan (the raw tree form `plan_from_dict` reads); tests execute it to
+    check the expected answer. Never shown to a planner."""
 
     @property
     def wants_filter(self) -> bool:
@@ -172,7 +177,16 @@ def _task(raw: Any, n: int, path: Path) -> Task:
         filter=_filter(raw.get("filter"), where),
         max_iterations=iterations,
         base_dir=path.resolve().parent,
+        solution=_solution(raw.get("solution"), where),
     )
+
+
+def _solution(value: Any, where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{where}: 'solution' must be a plan mapping such as {{function: P.F}}")
+    return dict(value)
 
 
 def _names(value: Any, key: str, where: str, *, empty_ok: bool = False) -> tuple[str, ...]:
