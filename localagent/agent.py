@@ -25,6 +25,7 @@ from localagent.planners.base import (
     select_specs,
     usage_since,
 )
+from localagent.planners.techniques import Techniques
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -52,6 +53,8 @@ class AgentResult:
     parse_failures: int = 0
     stop_reason: str = ""
     outputs: list[str] = field(default_factory=list)  # the model's raw planning texts
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # plans run (replan, vote)
+    techniques: str = ""
 
     @property
     def ok(self) -> bool:
@@ -62,7 +65,8 @@ class AgentResult:
                 "plan": self.plan, "steps": self.steps, "usage": self.usage.to_dict(),
                 "seconds": round(self.seconds, 3), "error": self.error, "tools": self.tools,
                 "parse_failures": self.parse_failures, "stop_reason": self.stop_reason,
-                "outputs": self.outputs}
+                "outputs": self.outputs, "attempts": self.attempts,
+                "techniques": self.techniques}
 
 
 class Agent:
@@ -70,7 +74,9 @@ class Agent:
 
     `model`: an LLM, a catalog name or .gguf path, or None for the default model (loaded
     lazily, on the first run). `plugins`: extra plugins (objects, classes, modules, paths),
-    added to the built-ins and, with `examples=True`, the example plugins.
+    added to the built-ins and, with `examples=True`, the example plugins. `techniques`:
+    the planning techniques (a `Techniques` or a spec such as "reasoning+replan=2"),
+    default the measured default configuration.
     """
 
     def __init__(
@@ -85,6 +91,7 @@ class Agent:
         policy: ExecutionPolicy | None = None,
         settings: PlannerSettings | None = None,
         index: ToolIndex | None = None,
+        techniques: Techniques | str | None = None,
     ) -> None:
         from localagent.tools.registry import default_registry
 
@@ -92,6 +99,10 @@ class Agent:
         self._llm: MeteredLLM | None = None
         self.filter, self.index = filter, index
         base = settings or PlannerSettings()
+        if techniques is not None:
+            if isinstance(techniques, str):
+                techniques = Techniques.parse(techniques)
+            base = replace(base, techniques=techniques)
         self.settings = base if constrain else replace(base, constrain=False)
         self.policy = policy or ExecutionPolicy()
         self.registry = registry or default_registry(
@@ -122,15 +133,18 @@ class Agent:
         _check(goal, planner, plan_only=True)
         return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
 
-    def _make_plan(self, goal: str, planner: str, specs: list[ToolSpec],
-                   log: GenerationLog) -> TreePlan | SequentialPlan:
+    def _planner(self, planner: str, specs: list[ToolSpec]) -> Any:
         if planner == "tree":
             from localagent.planners.tree import TreePlanner
 
-            return TreePlanner(self.llm, specs, self.settings).plan(goal, log).plan
+            return TreePlanner(self.llm, specs, self.settings)
         from localagent.planners.sequential import SequentialPlanner
 
-        return SequentialPlanner(self.llm, specs, self.settings).plan(goal, log).plan
+        return SequentialPlanner(self.llm, specs, self.settings)
+
+    def _make_plan(self, goal: str, planner: str, specs: list[ToolSpec],
+                   log: GenerationLog) -> TreePlan | SequentialPlan:
+        return self._planner(planner, specs).plan(goal, log).plan
 
     def run(self, goal: str, planner: str = "tree", *, max_iterations: int = 5,
             on_event: OnEvent | None = None) -> AgentResult:
@@ -155,16 +169,22 @@ class Agent:
             return ctx.result(None, None, [], error=exc.one_line())
 
     def _run_plan(self, ctx: _RunContext, on_event: OnEvent | None) -> AgentResult:
-        plan = self._make_plan(ctx.goal, ctx.planner, ctx.specs, ctx.log)
-        plan_dict = plan_to_dict(plan)
-        if on_event is not None:
-            from localagent.planners.base import PlannerEvent
+        from localagent.planners.plan_runner import plan_and_execute
 
-            on_event(PlannerEvent("plan_created", {"plan": plan_dict}, time.monotonic()))
-        result = Executor(self.registry, self.policy).run_sync(plan, on_event=on_event)
-        steps = [e.to_dict() for e in result.events]
-        error = None if result.ok else result.error.message  # type: ignore[union-attr]
-        return ctx.result(result.value if result.ok else None, plan_dict, steps, error=error)
+        run = plan_and_execute(self._planner(ctx.planner, ctx.specs), ctx.goal,
+                               lambda: Executor(self.registry, self.policy), ctx.log,
+                               on_event)
+        chosen = run.chosen or (run.attempts[-1] if run.attempts else None)
+        if chosen is None:
+            raise PlanningError(run.error or "no plan")
+        result = chosen.result
+        steps = [e.to_dict() for e in result.events] if result is not None else []
+        reason = f"{len(run.attempts)} plan(s) executed" if len(run.attempts) > 1 else ""
+        if run.votes:
+            reason += f"; votes {run.votes}"
+        return ctx.result(result.value if run.error is None and result else None,
+                          plan_to_dict(chosen.plan), steps, error=run.error,
+                          stop_reason=reason, attempts=[a.to_dict() for a in run.attempts])
 
     def _run_loop(self, ctx: _RunContext, max_iterations: int,
                   on_event: OnEvent | None) -> AgentResult:
@@ -196,14 +216,16 @@ class _RunContext:
     before: Usage
 
     def result(self, answer: Any, plan: dict[str, Any] | None, steps: list[dict[str, Any]],
-               *, error: str | None, stop_reason: str = "") -> AgentResult:
+               *, error: str | None, stop_reason: str = "",
+               attempts: list[dict[str, Any]] | None = None) -> AgentResult:
         llm = self.agent.llm
         return AgentResult(
             answer=answer, planner=self.planner, model=llm.info.name, plan=plan, steps=steps,
             usage=usage_since(llm, self.before), seconds=time.perf_counter() - self.start,
             error=error, tools=[s.qualified_name for s in self.specs],
             parse_failures=self.log.parse_failures + self.log.truncations,
-            stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw))
+            stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw),
+            attempts=attempts or [], techniques=self.agent.settings.techniques.label)
 
 
 def _check(goal: str, planner: str, *, plan_only: bool) -> None:

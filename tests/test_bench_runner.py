@@ -15,6 +15,9 @@ from localagent.bench.runner import Benchmark, filter_for, parse_filter_modes, p
 from localagent.bench.suite import Suite, load_suite
 from localagent.errors import UsageError
 from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
+from localagent.planners.techniques import Techniques
+
+DEFAULT = Techniques().label
 
 SUITE_TEXT = """name: tiny
 tasks:
@@ -90,11 +93,11 @@ def test_records_judge_and_resume_redoes_nothing(suite: Suite, tmp_path: Path) -
     assert bench.run(_specs(suite)) == 4
     assert load.calls == 4 and len(load.models) == 1  # one model load for all runs
     records = {r["key"]: r for r in bench.results.records()}
-    ok = records["inv-d|tree|m1|c|none|0"]
+    ok = records["inv-d|tree|m1|c|none|0|" + DEFAULT]
     assert ok["ok"] and ok["answer"] == 6700 and ok["tool_calls"] == 1
     assert ok["usage"]["calls"] == 1 and ok["outputs"][0]["constrained"] is True
-    assert records["inv-d|tree|m1|u|none|0"]["outputs"][0]["constrained"] is False
-    bad = records["inv-a|tree|m1|c|none|0"]
+    assert records["inv-d|tree|m1|u|none|0|" + DEFAULT]["outputs"][0]["constrained"] is False
+    bad = records["inv-a|tree|m1|c|none|0|" + DEFAULT]
     assert not bad["ok"] and "expected 2000" in bad["reason"]
 
     again = Benchmark(suite, tmp_path / "out", load=load)
@@ -213,4 +216,4 @@ def test_markdown_summary(suite: Suite, tmp_path: Path) -> None:
     write_summary(summarize(bench.results.records()), tmp_path / "out")
     lines = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert len(lines) == 4 and lines[1].count("---") == lines[0].count("|") - 1
-    assert "| m1 | tree | yes | auto | 2 | 50% (1) |" in lines[3]
+    assert f"| m1 | tree [{DEFAULT}] | yes | auto | 2 | 50% (1) |" in lines[3]

@@ -67,6 +67,13 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-constrain", action="store_true", help="same as --constrain no")
     p.add_argument("--filter", default="auto", help=FILTER_MODES_HELP + "; comma-separated")
+    p.add_argument(
+        "--techniques",
+        default="default",
+        help="planning technique variants, ';'-separated, each 'plain', 'default' or "
+        "switches joined by '+' (reasoning, similar, grounded, backrefs, replan=N, "
+        "vote=K), e.g. 'plain;reasoning;reasoning+replan=2'",
+    )
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     p.add_argument(
@@ -142,6 +149,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     from localagent.bench.runner import Benchmark, parse_filter_modes, plan_runs
     from localagent.bench.suite import load_suite
+    from localagent.planners.techniques import parse_variants
 
     args = parser().parse_args(argv)
     # a wide table stays readable in logs and pipes; a terminal keeps its own width
@@ -157,6 +165,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             _constrains(args),
             parse_filter_modes(args.filter),
             args.repeat,
+            parse_variants(args.techniques),
         )
         pending = bench.pending(specs)
         console.print(

@@ -61,7 +61,8 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[Row]:
     groups: dict[tuple[str, str, bool, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         mode = r.get("filter_mode") or r.get("filter", "none")
-        groups[(r["model"], r["planner"], bool(r["constrain"]), mode)].append(r)
+        planner = r["planner"] + (f" [{r['techniques']}]" if r.get("techniques") else "")
+        groups[(r["model"], planner, bool(r["constrain"]), mode)].append(r)
     return [_row(key, rs) for key, rs in sorted(groups.items())]
 
 
@@ -96,7 +97,8 @@ def by_category(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[
     out: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
     for r in records:
         model = str(r["model"]).split("-")[0]  # qwen2.5, smollm2...
-        column = f"{model} {r['planner']} {'c' if r['constrain'] else 'u'}"
+        tech = f" [{r['techniques']}]" if r.get("techniques") else ""
+        column = f"{model} {r['planner']}{tech} {'c' if r['constrain'] else 'u'}"
         solved, runs = out[r.get("category") or "-"].get(column, (0, 0))
         out[r.get("category") or "-"][column] = (solved + bool(r.get("ok")), runs + 1)
     return dict(out)
@@ -220,11 +222,12 @@ def draw_chart(rows: Sequence[Row], path: Path) -> Path:
     ):
         for r in rows:
             x = r.prompt_evaluated + r.completion if attr == "tok" else r.seconds_mean
-            color = f"C{list(markers).index(r.planner) if r.planner in markers else 4}"
+            kind = r.planner.split(" ")[0]  # "tree [reasoning]" -> tree
+            color = f"C{list(markers).index(kind) if kind in markers else 4}"
             ax.scatter(
                 x,
                 100 * r.success,
-                marker=markers.get(r.planner, "x"),
+                marker=markers.get(kind, "D"),
                 s=60,
                 edgecolors=color,
                 facecolors=color if r.constrain else "none",

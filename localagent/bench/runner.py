@@ -1,6 +1,7 @@
 """The benchmark matrix: which runs to make, making one, and making them all (resumably).
 
-A run is (task, planner, model, constrain, filter, repeat). Its key names all six, so a
+A run is (task, planner, model, constrain, filter, repeat, techniques). Its key names all
+seven, so a
 finished run is never redone, and adding a planner or a repeat later only runs what is new.
 Repeat 0 decodes greedily; repeat r > 0 samples at `temperature` with seed r, because
 greedy repeats of a deterministic model would only measure the clock.
@@ -22,6 +23,7 @@ from localagent.bench.suite import Suite, Task
 from localagent.bench.tools import build_registry
 from localagent.errors import LocalAgentError, UsageError
 from localagent.llm.base import LLM
+from localagent.planners.techniques import Techniques
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -40,6 +42,7 @@ class RunSpec:
     constrain: bool
     filter: str  # a mode: none, auto, on, max:N, threshold:T
     repeat: int
+    techniques: Techniques = field(default_factory=Techniques)
 
     @property
     def filter_label(self) -> str:
@@ -49,7 +52,8 @@ class RunSpec:
     def key(self) -> str:
         mode = "c" if self.constrain else "u"
         return "|".join(
-            (self.task.id, self.planner, self.model, mode, self.filter_label, str(self.repeat))
+            (self.task.id, self.planner, self.model, mode, self.filter_label, str(self.repeat),
+             self.techniques.label)
         )
 
 
@@ -106,8 +110,9 @@ def plan_runs(
     constrains: Sequence[bool],
     filters: Sequence[str],
     repeat: int,
+    techniques: Sequence[Techniques] = (Techniques(),),
 ) -> list[RunSpec]:
-    """Every combination, model-major (each model is loaded once), keys unique."""
+    """Every combination, keys unique, in the order that reuses the most KV cache."""
     from localagent.agent import PLANNERS
 
     bad = [p for p in planners if p not in PLANNERS]
@@ -118,14 +123,18 @@ def plan_runs(
     if repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {repeat}")
     specs: dict[str, RunSpec] = {}
+    # Model-major (each model loads once); then technique, planner and mode, with the tasks
+    # innermost: consecutive runs then share the prompt prefix (instructions, manual,
+    # fixed examples) and llama.cpp evaluates only each goal's own tokens.
     for model in models:
-        for task in suite.tasks:
+        for tech in techniques:
             for planner in planners:
                 for constrain in constrains:
                     for mode in filters:
                         for r in range(repeat):
-                            spec = RunSpec(task, planner, model, constrain, mode, r)
-                            specs.setdefault(spec.key, spec)  # auto and none may coincide
+                            for task in suite.tasks:
+                                spec = RunSpec(task, planner, model, constrain, mode, r, tech)
+                                specs.setdefault(spec.key, spec)  # auto and none coincide
     return list(specs.values())
 
 
@@ -146,6 +155,7 @@ def run_one(
         constrain=spec.constrain,
         seed=spec.repeat,
         temperature=0.0 if spec.repeat == 0 else temperature,
+        techniques=spec.techniques,
     )
     llm.take()
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -207,6 +217,7 @@ def _record(
         "filter": label,
         "filter_mode": spec.filter,
         "repeat": spec.repeat,
+        "techniques": spec.techniques.label,
         "started_at": started,
         "ok": reason is None,
         "reason": reason,

@@ -123,21 +123,71 @@ def _bounded_text(n: int) -> str:
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
-                    reasoning_chars: int = 0, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
-    """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field."""
-    options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds}
+                    reasoning_chars: int = 0, refs: str = "none",
+                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+    """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
+
+    `refs`: where an argument may be a step reference (`"$1"`, the output of step 1) in
+    place of a value of its type: "none"; "any" (`$1`..`$max_steps` in every step, so a
+    forward reference parses and only the plan check rejects it); "backward" (step k may
+    name only `$1`..`$(k-1)`: forward references cannot be written, at the price of one
+    call rule per tool and step).
+    """
+    if refs not in ("none", "any", "backward"):
+        raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
+    options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
+               "refs": refs}
 
     def build() -> str:
         rules = LarkRules(bounds)
-        heads = _args_rules(rules, tools, "call", lambda t, a: _call_object(
-            "function", t.qualified_name, "args", a))
         reasoning = (f'"\\"reasoning\\": " {rules.string(reasoning_chars, 1)} ", "'
                      if reasoning_chars else "")
-        subtasks = f'call (", " call){{0,{max_steps - 1}}}' if max_steps > 1 else "call"
+        if refs == "backward":
+            steps = [_step_calls(rules, tools, k, _ref_rule(rules, k - 1))
+                     for k in range(1, max_steps + 1)]
+            subtasks = _unrolled_steps(steps)
+        else:
+            ref = _ref_rule(rules, max_steps) if refs == "any" else None
+            call = _step_calls(rules, tools, 1, ref)
+            subtasks = f'{call} (", " {call}){{0,{max_steps - 1}}}' if max_steps > 1 else call
         return _render("sequential", reasoning=reasoning, input=rules.string(bounds.max_text),
-                       subtasks=subtasks, calls=" | ".join(heads), rules=rules.render())
+                       subtasks=subtasks, rules=rules.render())
 
     return _cached("sequential", tools, options, build)
+
+
+def _ref_rule(rules: LarkRules, last: int) -> str | None:
+    """A rule admitting the step references `"$1"`..`"$last"` (None when last < 1)."""
+    if last < 1:
+        return None
+    return rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in range(1, last + 1)))
+
+
+def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
+                ref: str | None) -> str:
+    """A rule for one subtask: any tool with its own arguments, refs allowed where given."""
+    heads = []
+    for i, tool in enumerate(tools):
+        params = tool.parameters
+
+        def hook(schema: Schema, params: Schema = params) -> str | None:
+            return None if schema is params else ref
+
+        rules.root = params
+        args = rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
+        if args is None:
+            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+        heads.append(rules.add(f"call{step}_{i}", _call_object(
+            "function", tool.qualified_name, "args", args)))
+    return rules.add(f"step{step}", " | ".join(heads))
+
+
+def _unrolled_steps(steps: list[str]) -> str:
+    """`s1 (", " s2 (", " s3 ...)?)?`: step k uses its own rule, at most len(steps) steps."""
+    text = ""
+    for rule in reversed(steps[1:]):
+        text = f'(", " {rule} {text})?'.replace(" )", ")")
+    return f"{steps[0]} {text}".strip()
 
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
@@ -203,10 +253,17 @@ class _TreeBuilder:
 
 
 def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
-               allowed_finals: Sequence[str] | None = None,
+               allowed_finals: Sequence[str] | None = None, allow_final: bool = True,
                bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
-    """`Thought: ...` then `Action: <tool>` + `Action Input: <its args>`, or `Final Answer: ...`."""
-    options = {"final_only": final_only, "finals": list(allowed_finals or []), "bounds": bounds}
+    """`Thought: ...` then `Action: <tool>` + `Action Input: <its args>`, or `Final Answer: ...`.
+
+    `allowed_finals`: the only answers admitted (grounded answers); `allow_final=False`:
+    the step must be an action.
+    """
+    if final_only and not allow_final:
+        raise ConstraintError("a ReAct step cannot be final-only and forbid the final answer")
+    options = {"final_only": final_only, "finals": list(allowed_finals or []), "bounds": bounds,
+               "allow_final": allow_final}
 
     def build() -> str:
         rules = LarkRules(bounds)
@@ -218,7 +275,8 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
         else:
             final = _bounded_text(bounds.max_text)
         return _render("react", thought=_bounded_text(bounds.max_text),
-                       step="final" if final_only else "(action | final)",
+                       step="final" if final_only else (
+                           "(action | final)" if allow_final else "action"),
                        actions=actions, final=final, rules=rules.render())
 
     return _cached("react", tools, options, build)
@@ -226,10 +284,12 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
 
 def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERMES,
                    max_calls: int = 4, allow_answer: bool = True,
+                   allowed_answers: Sequence[str] | None = None,
                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
-    """One or more calls in `call_format` (parallel calls), or a plain-text answer."""
+    """One or more calls in `call_format` (parallel calls), or a plain-text answer
+    (`allowed_answers`: only one of these texts, for grounded answers)."""
     options = {"format": vars(call_format), "max_calls": max_calls, "answer": allow_answer,
-               "bounds": bounds}
+               "answers": list(allowed_answers or []), "bounds": bounds}
 
     def build() -> str:
         rules = LarkRules(bounds)
@@ -241,6 +301,8 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
         # models write instead of the wrapper), so the two alternatives never overlap.
         first = FIRST_CHAR[:-1] + "&&[^" + _rx_escape(call_format.open[:1] or "<") + "{]]"
         answer = f"/{first}(?:{TEXT_CHAR}|\\n){{0,{bounds.max_text - 1}}}/"
+        if allowed_answers:
+            answer = " | ".join(lit(a) for a in allowed_answers)
         return _render("tool_call", start="calls | answer" if allow_answer else "calls",
                        calls=calls, open=lit(call_format.open), close=lit(call_format.close),
                        bodies=" | ".join(heads), answer=answer, rules=rules.render())

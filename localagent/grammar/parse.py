@@ -132,8 +132,13 @@ def _split_reasoning(data: Any, key: str | None) -> tuple[Any, str | None]:
 
 
 def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
-                     max_steps: int | None = None) -> ParsedPlan:
-    """`{"input": str, "subtasks": [{"function", "args"}...]}` (optionally with "reasoning")."""
+                     max_steps: int | None = None, refs: bool = False) -> ParsedPlan:
+    """`{"input": str, "subtasks": [{"function", "args"}...]}` (optionally with "reasoning").
+
+    `refs`: an argument may be a step reference `"$k"` in place of a value of its type
+    (its type is checked when the step runs); a reference to step k >= the current one
+    is rejected here, whatever the grammar allowed.
+    """
     plan, reasoning = _split_reasoning(_json_payload(text), None)
     if not isinstance(plan, dict) or set(plan) != {"input", "subtasks"}:
         raise PlanValidationError('plan must have exactly "input" and "subtasks"')
@@ -144,11 +149,37 @@ def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
     by_name, problems = _by_name(tools), []
     for i, node in enumerate(plan["subtasks"]):
         found = _call_of(node, by_name, f"subtasks[{i}]", problems)
-        if found:
+        if found and refs:
+            problems += _step_ref_errors(*found, i, f"subtasks[{i}]")
+        elif found:
             problems += args_errors(*found)
     if problems:
         raise PlanValidationError("invalid plan: " + "; ".join(problems))
     return ParsedPlan(plan=plan, reasoning=reasoning)
+
+
+_STEP_REF = re.compile(r"^\$([1-9][0-9]*)$")
+
+
+def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: str) -> list[str]:
+    """Schema problems of `args` with step references relaxed; forward references."""
+    problems, relaxed = [], dict(tool.parameters.get("properties", {}))
+
+    def check(value: Any, path: str) -> bool:
+        match = _STEP_REF.match(value) if isinstance(value, str) else None
+        if match and int(match[1]) > index:
+            problems.append(f"{where}.{path}: reference {value} is not available yet "
+                            f"(step {match[1]} runs later)")
+        return match is not None
+
+    for key, value in args.items():
+        if check(value, f"args.{key}"):
+            relaxed[key] = {}
+        elif isinstance(value, list) and any([check(v, f"args.{key}[{n}]")
+                                              for n, v in enumerate(value)]):
+            relaxed[key] = {}
+    schema = {**tool.parameters, "properties": relaxed}
+    return problems + args_errors(tool, args, schema)
 
 
 def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4) -> ParsedPlan:

@@ -17,6 +17,7 @@ from localagent.errors import PlanningError, PlanValidationError, TruncatedOutpu
 from localagent.grammars import ensure_complete
 from localagent.llm.base import LLM, Completion, Message, Usage
 from localagent.llm.delegating import DelegatingLLM
+from localagent.planners.techniques import Techniques
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -29,13 +30,14 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class PlannerSettings:
     """How a planner generates. `constrain=False` generates with `constraint=None` and
-    parses leniently (to measure what the grammar adds)."""
+    parses leniently (to measure what the grammar adds); `techniques`: see techniques.py."""
 
     constrain: bool = True
     retries: int = 2  # extra attempts after the first bad output
     max_tokens: int = 400
     temperature: float = 0.0
     seed: int = 0
+    techniques: Techniques = field(default_factory=Techniques)
 
 
 @dataclass
@@ -99,6 +101,15 @@ def generate_checked(
     raise PlanningError(
         f"no valid output after {settings.retries + 1} attempts: {last}",
         hint="try another planner, a larger model, or --no-constrain to compare")
+
+
+def replan_messages(messages: list[Message], previous: str, error: str) -> list[Message]:
+    """`messages` plus the failed plan and what went wrong, asking for a corrected plan
+    (LLMCompiler's joiner idea: the error usually names the wrong argument or function)."""
+    return [*messages, {"role": "assistant", "content": previous},
+            {"role": "user", "content": f"Running this plan failed: {error}\n"
+             "Write a corrected plan for the same goal, with the functions listed first."
+             "\nPlan:"}]
 
 
 def select_specs(

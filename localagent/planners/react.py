@@ -30,6 +30,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
+from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.prompts import react_header
 from localagent.tools.spec import ToolSpec
 
@@ -89,11 +90,20 @@ class ReactPlanner:
         self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
         self.reuse_cache, self.max_tokens = reuse_cache, max_tokens
 
-    def next_step(self, prompt: str, final_only: bool, log: GenerationLog) -> ReactStep:
-        """The model's next step after `prompt` (the header plus the transcript so far)."""
+    def next_step(self, prompt: str, final_only: bool, log: GenerationLog,
+                  finals: list[str] | None = None) -> ReactStep:
+        """The model's next step after `prompt` (the header plus the transcript so far).
+
+        `finals`: with grounded answers, the values a Final Answer may restate ([]: none
+        observed yet, so the step must act unless it is the last one); None: free text.
+        """
         if not self.reuse_cache and hasattr(self.llm, "reset_cache"):
             self.llm.reset_cache()
-        constraint = react_step(self.tools, final_only=final_only)
+        if finals is not None and (finals or not final_only):
+            constraint = react_step(self.tools, final_only=final_only,
+                                    allowed_finals=finals or None, allow_final=bool(finals))
+        else:
+            constraint = react_step(self.tools, final_only=final_only)
 
         def parse(text: str) -> ReactStep:
             step = parse_react(text, self.tools)
@@ -112,8 +122,12 @@ class ReactPlanner:
         emit = _emitter(out, on_event)
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
+        grounded = self.settings.techniques.grounded and not asks_for_text(goal)
+        observed: list[Any] = []
         for i in range(1, max_iterations + 1):
-            step = self.next_step(prompt, final_only=i == max_iterations, log=out.log)
+            finals = observed_values(observed) if grounded else None
+            step = self.next_step(prompt, final_only=i == max_iterations, log=out.log,
+                                  finals=finals)
             prompt += step_text(step)
             if step.final_answer is not None:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
@@ -125,6 +139,8 @@ class ReactPlanner:
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)
             error = result.error.message if result.error else None
+            if error is None:
+                observed.append(result.value)
             obs = observation_text(result.value, error)
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
                                        result.value, error))

@@ -2,7 +2,10 @@
 
 Each step's output is piped into the next step's `input`. So that the model can leave the
 pipe implicit, the grammar and the parser see the tools with `input` made optional (the
-executor fills it); everything else about a function's arguments stays enforced.
+executor fills it); everything else about a function's arguments stays enforced. An
+argument may also be `"$k"`, the output of step k (ReWOO's `#Ek`), so that one step can
+combine two earlier results; with the `backrefs` technique the grammar admits only
+references to earlier steps, otherwise a forward reference is caught by the parser.
 """
 
 from __future__ import annotations
@@ -10,14 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from localagent.grammars import parse_sequential, sequential_plan
-from localagent.llm.base import LLM
+from localagent.constraint import Constraint
+from localagent.grammars import Bounds, parse_sequential, sequential_plan
+from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
-from localagent.planners.base import GenerationLog, PlannerSettings, generate_checked
+from localagent.planners.base import (
+    GenerationLog,
+    PlannerSettings,
+    generate_checked,
+    replan_messages,
+)
+from localagent.planners.examples import choose_examples
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
 
 MAX_STEPS = 6
+REASONING_CHARS = 320
+BOUNDS = Bounds(max_string=REASONING_CHARS)
 
 
 def piped(tool: ToolSpec) -> ToolSpec:
@@ -33,6 +45,7 @@ def piped(tool: ToolSpec) -> ToolSpec:
 class PlannedSequence:
     plan: SequentialPlan
     log: GenerationLog
+    text: str = ""  # the model's output, for re-planning
 
 
 class SequentialPlanner:
@@ -46,13 +59,27 @@ class SequentialPlanner:
         self.tools = list(tools)
         self._piped = [piped(t) for t in self.tools]
 
-    def constraint(self):  # -> Constraint
-        return sequential_plan(self._piped, max_steps=MAX_STEPS)
+    def constraint(self) -> Constraint:
+        t = self.settings.techniques
+        return sequential_plan(self._piped, max_steps=MAX_STEPS, bounds=BOUNDS,
+                               refs="backward" if t.backrefs else "any",
+                               reasoning_chars=REASONING_CHARS if t.reasoning else 0)
 
-    def plan(self, goal: str, log: GenerationLog | None = None) -> PlannedSequence:
+    def messages(self, goal: str) -> list[Message]:
+        t = self.settings.techniques
+        return sequential_prompt(goal, self.tools, choose_examples(goal, t),
+                                 reasoning=t.reasoning)
+
+    def plan(self, goal: str, log: GenerationLog | None = None, *,
+             failed: PlannedSequence | None = None, error: str = "",
+             settings: PlannerSettings | None = None) -> PlannedSequence:
+        """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
+        messages = self.messages(goal)
+        if failed is not None:
+            messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
-            self.llm, sequential_prompt(goal, self.tools),
-            lambda text: parse_sequential(text, self._piped, max_steps=MAX_STEPS),
-            self.settings, log, constraint=self.constraint())
-        return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log)
+            self.llm, messages,
+            lambda text: parse_sequential(text, self._piped, max_steps=MAX_STEPS, refs=True),
+            settings or self.settings, log, constraint=self.constraint())
+        return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

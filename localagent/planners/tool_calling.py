@@ -29,6 +29,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
+from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
@@ -97,9 +98,16 @@ class ToolCallingPlanner:
         self.schemas = openai_tools(self.tools)
 
     def next_turn(self, messages: Sequence[Message], last: bool,
-                  log: GenerationLog) -> ToolCallTurn:
-        constraint = ANSWER_ONLY if last else tool_call_turn(
-            self.tools, max_calls=MAX_CALLS_PER_TURN, bounds=Bounds(max_text=400))
+                  log: GenerationLog, answers: list[str] | None = None) -> ToolCallTurn:
+        """The model's next turn. `answers`: with grounded answers, the values a text answer
+        may restate ([]: none observed yet, so the turn must call a tool unless it is the
+        last); None: free text."""
+        if last:
+            constraint = answer_choice(answers) if answers else ANSWER_ONLY
+        else:
+            constraint = tool_call_turn(
+                self.tools, max_calls=MAX_CALLS_PER_TURN, bounds=Bounds(max_text=400),
+                allow_answer=answers is None or bool(answers), allowed_answers=answers or None)
 
         def parse(text: str) -> ToolCallTurn:
             turn = parse_tool_calls(wrap_bare_calls(text), self.tools,
@@ -118,8 +126,12 @@ class ToolCallingPlanner:
                                    {"role": "user", "content": goal}]
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
+        grounded = self.settings.techniques.grounded and not asks_for_text(goal)
+        observed: list[Any] = []
         for i in range(1, max_iterations + 1):
-            turn = self.next_turn(messages, last=i == max_iterations, log=out.log)
+            answers = observed_values(observed) if grounded else None
+            turn = self.next_turn(messages, last=i == max_iterations, log=out.log,
+                                  answers=answers)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))
@@ -131,6 +143,7 @@ class ToolCallingPlanner:
             calls = [call_from_dict({"function": c.function, "args": c.args})
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
+            observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)
             messages.append({"role": "assistant", "content": "", "tool_calls": [

@@ -1,9 +1,10 @@
 """The tree planner: one nested call, `Diff(Total(C, F), Total(A, E))`, evaluated bottom-up.
 
-Prompt: the manual, three nested examples over invented tools, and a short free-text
-"reasoning" (the steps) before the plan; DESIGN.md section 4 measured that listing the
-steps first roughly doubles the goals a 0.5B model solves. The grammar ties each function
-to its own arguments and lets a call stand only where its return type fits.
+Prompt: the manual, solved plans over other functions (fixed, or the most similar ones
+with the `similar` technique) and, with the `reasoning` technique, a short free-text list
+of steps before the plan; DESIGN.md section 4 measured that listing the steps first
+roughly doubles the goals a 0.5B model solves. The grammar ties each function to its own
+arguments and lets a call stand only where its return type fits.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from localagent.constraint import Constraint
 from localagent.grammars import Bounds, parse_tree, tree_plan
-from localagent.llm.base import LLM
+from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
-from localagent.planners.base import GenerationLog, PlannerSettings, generate_checked
+from localagent.planners.base import (
+    GenerationLog,
+    PlannerSettings,
+    generate_checked,
+    replan_messages,
+)
+from localagent.planners.examples import choose_examples
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -29,6 +37,7 @@ class PlannedTree:
     plan: TreePlan
     reasoning: str | None
     log: GenerationLog
+    text: str = ""  # the model's output, for re-planning
 
 
 class TreePlanner:
@@ -38,17 +47,31 @@ class TreePlanner:
 
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
                  settings: PlannerSettings | None = None, *, depth: int = 4) -> None:
-        self.llm, self.tools, self.settings, self.depth = llm, list(tools), settings or PlannerSettings(), depth
+        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.depth = depth
 
-    def constraint(self):  # -> Constraint
-        return tree_plan(self.tools, depth=self.depth, reasoning_chars=REASONING_CHARS,
-                         bounds=BOUNDS)
+    @property
+    def reasoning(self) -> bool:
+        return self.settings.techniques.reasoning
 
-    def plan(self, goal: str, log: GenerationLog | None = None) -> PlannedTree:
+    def constraint(self) -> Constraint:
+        return tree_plan(self.tools, depth=self.depth, bounds=BOUNDS,
+                         reasoning_chars=REASONING_CHARS if self.reasoning else 0)
+
+    def messages(self, goal: str) -> list[Message]:
+        examples = choose_examples(goal, self.settings.techniques)
+        return tree_prompt(goal, self.tools, examples, reasoning=self.reasoning)
+
+    def plan(self, goal: str, log: GenerationLog | None = None, *,
+             failed: PlannedTree | None = None, error: str = "",
+             settings: PlannerSettings | None = None) -> PlannedTree:
+        """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
+        messages = self.messages(goal)
+        if failed is not None:
+            messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
-            self.llm, tree_prompt(goal, self.tools),
-            lambda text: parse_tree(text, self.tools, depth=self.depth),
-            self.settings, log, constraint=self.constraint())
+            self.llm, messages, lambda text: parse_tree(text, self.tools, depth=self.depth),
+            settings or self.settings, log, constraint=self.constraint())
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
-                           log=log)
+                           log=log, text=log.raw[-1])

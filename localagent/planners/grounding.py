@@ -1,0 +1,68 @@
+"""Grounded final answers: the answer may only restate a value that a tool returned.
+
+Why: a 0.5B model in a ReAct or tool-calling loop often states a final answer that no
+observation supports (DESIGN.md section 4: "digit soup"). With the `grounded` technique
+the grammar of the final answer admits only the values observed so far (every scalar in
+every tool result, numbers written as the tool wrote them), plus "yes" and "no" once a
+tool returned a boolean. A goal that asks for free text (write, translate, summarise...)
+is exempt: its answer is prose, not a value. Before any value was observed, a grounded
+step must call a tool (except on the last allowed step, where any answer is admitted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from localagent.constraint import Constraint
+from localagent.grammar.jsonlark import lit
+
+MAX_VALUES = 24
+MAX_CHARS = 400
+_FREE_TEXT = re.compile(
+    r"\b(write|compose|draft|summari[sz]e|describe|explain|translate|rewrite|poems?|stor(y|ies)"
+    r"|essay|letter|email|tell me about)\b", re.IGNORECASE)
+
+
+def asks_for_text(goal: str) -> bool:
+    """Whether the goal's answer is prose rather than a value (then answers are free)."""
+    return bool(_FREE_TEXT.search(goal))
+
+
+def observed_values(results: Iterable[Any]) -> list[str]:
+    """Every scalar in the tool results, as answer text: newest first, unique, bounded."""
+    out: dict[str, None] = {}
+    booleans = False
+
+    def visit(value: Any) -> None:
+        nonlocal booleans
+        if isinstance(value, bool):
+            booleans = True
+            out[json.dumps(value)] = None
+        elif isinstance(value, (int, float)):
+            out[json.dumps(value)] = None
+        elif isinstance(value, str):
+            text = " ".join(value.split())
+            if text and len(text) <= MAX_CHARS:
+                out[text] = None
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+            if value and all(isinstance(v, str) for v in value):
+                out[", ".join(value)] = None
+
+    for result in reversed(list(results)):
+        visit(result)
+    values = list(out)[:MAX_VALUES]
+    return values + (["yes", "no"] if booleans else [])
+
+
+def answer_choice(values: list[str], name: str = "grounded-answer") -> Constraint:
+    """A constraint admitting exactly one of `values` (a tool-calling turn's answer)."""
+    return Constraint(kind="lark", source="start: " + " | ".join(lit(v) for v in values),
+                      name=name)

@@ -1,0 +1,149 @@
+"""Plan, execute, and (by technique) re-plan on failure and vote over sampled plans.
+
+Why here and not in the planners: the tree and sequential planners only turn a goal into
+a checked plan; the two techniques that need execution results (issue 8) sit between the
+planner and the executor, the same for both kinds of plan:
+- `replan=N`: when execution fails (a tool raised, a reference had no value, the plan was
+  rejected by the executor's checks), the failing plan and the error go back to the
+  planner, at most N times (LLMCompiler's joiner).
+- `vote=K`: the greedy plan plus K-1 plans sampled at temperature 0.7 with other seeds;
+  identical plans execute once; the answer is the value most plans agree on (ties go to
+  the earlier plan, so the greedy plan wins a tie).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from localagent.errors import PlanningError, PlanValidationError
+from localagent.execution import ExecutionResult
+from localagent.executor import Executor
+from localagent.plan import SequentialPlan, TreePlan, plan_to_dict
+from localagent.planners.base import GenerationLog, PlannerEvent, PlannerSettings
+
+VOTE_TEMPERATURE = 0.7
+OnEvent = Callable[[Any], None]
+
+
+class PlanPlanner(Protocol):
+    settings: PlannerSettings
+
+    def plan(self, goal: str, log: GenerationLog | None = None, *, failed: Any = None,
+             error: str = "", settings: PlannerSettings | None = None) -> Any: ...
+
+
+@dataclass
+class Attempt:
+    """One executed plan: the plan, its value or error, and which sample/re-plan it was."""
+
+    plan: TreePlan | SequentialPlan
+    result: ExecutionResult | None
+    error: str | None
+    sample: int
+    replan: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sample": self.sample, "replan": self.replan, "plan": plan_to_dict(self.plan),
+                "value": self.result.value if self.result and self.ok else None,
+                "error": self.error}
+
+
+@dataclass
+class PlanRun:
+    """What plan-and-execute produced: the chosen attempt (or the last error) and all."""
+
+    chosen: Attempt | None
+    attempts: list[Attempt] = field(default_factory=list)
+    error: str | None = None
+    votes: dict[str, int] = field(default_factory=dict)
+    executed: dict[str, Attempt] = field(default_factory=dict, repr=False)  # by plan JSON
+
+
+def plan_and_execute(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor],
+                     log: GenerationLog, on_event: OnEvent | None = None) -> PlanRun:
+    """Plan and execute `goal` with the planner's techniques (replan, vote)."""
+    t = planner.settings.techniques
+    run = PlanRun(chosen=None)
+    for sample in range(t.vote):
+        settings = planner.settings if sample == 0 else replace(
+            planner.settings, temperature=VOTE_TEMPERATURE,
+            seed=planner.settings.seed + 1000 * sample)
+        try:
+            _solve(planner, goal, new_executor, log, settings, sample, run, on_event)
+        except PlanningError as exc:
+            run.error = run.error or exc.one_line()
+    good = [a for a in run.attempts if a.ok]
+    if not good:
+        failed = [a for a in run.attempts if a.error]
+        run.error = failed[-1].error if failed else run.error or "no plan"
+        return run
+    run.error = None
+    if t.vote == 1:
+        run.chosen = good[-1]
+        return run
+    finals = _finals(run.attempts)
+    keys = [_key(a.result.value) for a in finals if a.ok]  # type: ignore[union-attr]
+    run.votes = dict(Counter(keys))
+    best = max(run.votes.values())
+    winner = next(k for k in keys if run.votes[k] == best)  # earliest sample wins a tie
+    run.chosen = next(a for a in finals if a.ok and _key(a.result.value) == winner)  # type: ignore[union-attr]
+    return run
+
+
+def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor],
+           log: GenerationLog, settings: PlannerSettings, sample: int, run: PlanRun,
+           on_event: OnEvent | None) -> None:
+    """One sample: plan, execute, and re-plan with the error up to `replan` times."""
+    planned = planner.plan(goal, log, settings=settings)
+    for replan in range(settings.techniques.replan + 1):
+        if replan:
+            planned = planner.plan(goal, log, failed=planned, error=run.attempts[-1].error or "",
+                                   settings=settings)
+        key = planned.plan.to_json(indent=None)
+        if key in run.executed:  # an identical plan ran already: same outcome
+            attempt = replace(run.executed[key], sample=sample, replan=replan)
+        else:
+            attempt = _execute(planned.plan, new_executor(), sample, replan, on_event)
+            run.executed[key] = attempt
+        run.attempts.append(attempt)
+        if attempt.ok:
+            return
+
+
+def _execute(plan: TreePlan | SequentialPlan, executor: Executor, sample: int, replan: int,
+             on_event: OnEvent | None) -> Attempt:
+    if on_event is not None:
+        on_event(PlannerEvent("plan_created", {"plan": plan_to_dict(plan), "sample": sample,
+                                               "replan": replan}, time.monotonic()))
+    try:
+        result = executor.run_sync(plan, on_event=on_event)
+    except PlanValidationError as exc:  # the model's plan failed the executor's checks
+        return Attempt(plan, None, exc.one_line(), sample, replan)
+    error = None if result.ok else result.error.message  # type: ignore[union-attr]
+    return Attempt(plan, result, error, sample, replan)
+
+
+def _finals(attempts: list[Attempt]) -> list[Attempt]:
+    """The last attempt of each sample (the one its re-planning ended with)."""
+    last: dict[int, Attempt] = {}
+    for a in attempts:
+        last[a.sample] = a
+    return [last[s] for s in sorted(last)]
+
+
+def _key(value: Any) -> str:
+    """Values that mean the same vote the same (5 and 5.0; key order of objects)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        value = " ".join(value.split()).lower()
+    return json.dumps(value, sort_keys=True, default=str)

@@ -1,0 +1,100 @@
+"""Planning techniques that make small models plan better, each behind its own switch.
+
+Why switches rather than always-on: issue 8 asks that every technique be measured alone
+and combined on the generalisation suite (`scripts/bench_planners.py --techniques`), and
+that the defaults be chosen from those measurements. A `Techniques` value is the whole
+configuration; its `label` names it in benchmark keys and reports.
+
+| switch        | planners           | what it does                                              |
+|---------------|--------------------|-----------------------------------------------------------|
+| reasoning     | tree, sequential   | a short free-text "reasoning" field before the plan       |
+| similar       | tree, sequential   | few-shot examples picked by embedding similarity (Chroma) |
+|               |                    | from a library of solved plans, instead of fixed ones     |
+| grounded      | react, tools       | the final answer may only restate an observed value       |
+| backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
+| replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
+| vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from localagent.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Techniques:
+    """Which techniques a planner uses. The default is the measured default configuration
+    (docs/BENCHMARKS.md, "Planning techniques"); `Techniques.plain()` turns all off."""
+
+    reasoning: bool = True
+    similar: bool = False
+    grounded: bool = False
+    backrefs: bool = True
+    replan: int = 0
+    vote: int = 1
+
+    def __post_init__(self) -> None:
+        if self.replan < 0 or self.replan > 5:
+            raise UsageError(f"replan must be between 0 and 5, got {self.replan}")
+        if self.vote < 1 or self.vote > 9:
+            raise UsageError(f"vote must be between 1 and 9, got {self.vote}")
+
+    @staticmethod
+    def plain() -> Techniques:
+        """Every technique off: the plain planner the techniques are measured against."""
+        return Techniques(reasoning=False, similar=False, grounded=False, backrefs=False,
+                          replan=0, vote=1)
+
+    @property
+    def label(self) -> str:
+        """`plain`, or the switches that are on joined by `+` (`reasoning+replan=2`)."""
+        on = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) and value:
+                on.append(f.name)
+            elif not isinstance(value, bool) and value != (1 if f.name == "vote" else 0):
+                on.append(f"{f.name}={value}")
+        return "+".join(on) or "plain"
+
+    @staticmethod
+    def parse(text: str) -> Techniques:
+        """`plain`, `default`, or switches joined by `+` or `,`: `reasoning+similar+replan=2`.
+
+        Switches start from `plain` (all off), so a spec names exactly what is on.
+        """
+        spec = text.strip()
+        if spec in ("", "default"):
+            return Techniques()
+        if spec == "plain":
+            return Techniques.plain()
+        values: dict[str, bool | int] = {}
+        names = {f.name: f for f in fields(Techniques)}
+        for part in spec.replace(",", "+").split("+"):
+            name, _, raw = part.strip().partition("=")
+            if name not in names:
+                raise UsageError(f"unknown technique {name!r}; choose from "
+                                 f"{', '.join(names)} (or plain, default)")
+            if names[name].type in ("bool", bool):
+                if raw:
+                    raise UsageError(f"technique {name} takes no value")
+                values[name] = True
+            else:
+                try:
+                    values[name] = int(raw)
+                except ValueError:
+                    raise UsageError(f"technique {name} needs a whole number, e.g. "
+                                     f"{name}=2") from None
+        plain = Techniques.plain()
+        return Techniques(**{**{f.name: getattr(plain, f.name) for f in fields(plain)},
+                             **values})
+
+
+def parse_variants(text: str) -> list[Techniques]:
+    """A `;`-separated list of technique specs (the benchmark's `--techniques`)."""
+    variants = [Techniques.parse(v) for v in text.split(";") if v.strip()]
+    if not variants:
+        raise UsageError("--techniques is empty")
+    return list({v.label: v for v in variants}.values())

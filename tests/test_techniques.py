@@ -1,0 +1,190 @@
+"""The planning techniques of issue 8, each tested where it acts: grammar, parser, prompt,
+example choice (real MiniLM), and plan-and-execute (scripted model, real executor)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localagent.errors import PlanValidationError, UsageError
+from localagent.grammars import parse_sequential, react_step, sequential_plan, tool_call_turn
+from localagent.llm import ScriptedLLM
+from localagent.llm.constrained import matches
+from localagent.planners.base import PlannerSettings
+from localagent.planners.examples import ExampleSelector, flatten, load_library, steps_text
+from localagent.planners.grounding import asks_for_text, observed_values
+from localagent.planners.plan_runner import plan_and_execute
+from localagent.planners.sequential import SequentialPlanner, piped
+from localagent.planners.techniques import Techniques, parse_variants
+from localagent.planners.tree import TreePlanner
+from localagent.executor import Executor
+from localagent.planners.base import GenerationLog
+from localagent.tools.registry import default_registry
+
+
+def compact(value: object) -> str:
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def call(function: str, **args: object) -> dict:
+    return {"function": function, "args": args}
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return default_registry()
+
+
+def demo(registry) -> list:
+    return [s for s in registry.specs() if s.plugin == "DemoPlugin"]
+
+
+# --- the switches ---------------------------------------------------------------------
+
+def test_techniques_parse_label_and_reject_bad_specs() -> None:
+    t = Techniques.parse("reasoning+replan=2")
+    assert (t.reasoning, t.replan, t.similar, t.vote) == (True, 2, False, 1)
+    assert t.label == "reasoning+replan=2"
+    assert Techniques.parse("plain").label == "plain"
+    assert Techniques.parse("default") == Techniques()
+    assert [v.label for v in parse_variants("plain; reasoning;plain")] == ["plain", "reasoning"]
+    for bad in ("reasonin", "vote=x", "reasoning=1", "vote=0", "replan=9"):
+        with pytest.raises(UsageError):
+            Techniques.parse(bad)
+
+
+# --- backward references in step-list plans -------------------------------------------
+
+SEQ = {"input": "", "subtasks": [call("DemoPlugin.GetInvoice", company="C"),
+                                  call("DemoPlugin.GetInvoice", company="F"),
+                                  call("DemoPlugin.Total", value1="$1", value2="$2")]}
+FORWARD = {"input": "", "subtasks": [call("DemoPlugin.Total", value1="$2", value2="$3"),
+                                     call("DemoPlugin.GetInvoice", company="C"),
+                                     call("DemoPlugin.GetInvoice", company="F")]}
+
+
+def test_backrefs_grammar_admits_earlier_steps_only(registry) -> None:
+    tools = [piped(t) for t in demo(registry)]
+    backward = sequential_plan(tools, refs="backward")
+    anyref = sequential_plan(tools, refs="any")
+    none = sequential_plan(tools, refs="none")
+    assert matches(backward, compact(SEQ)) and matches(anyref, compact(SEQ))
+    assert not matches(none, compact(SEQ))  # "$1" is no number
+    assert matches(anyref, compact(FORWARD))
+    assert not matches(backward, compact(FORWARD))  # step 1 may not name $2
+
+
+def test_parser_accepts_references_and_rejects_forward_ones(registry) -> None:
+    tools = [piped(t) for t in demo(registry)]
+    assert parse_sequential(compact(SEQ), tools, refs=True).plan == SEQ
+    with pytest.raises(PlanValidationError, match="not available yet"):
+        parse_sequential(compact(FORWARD), tools, refs=True)
+    with pytest.raises(PlanValidationError):  # without refs "$1" is a wrong type
+        parse_sequential(compact(SEQ), tools)
+
+
+def test_sequential_plan_with_references_runs(registry) -> None:
+    llm = ScriptedLLM([compact({"reasoning": "two lookups, a total", **SEQ})])
+    planner = SequentialPlanner(llm, demo(registry))
+    planned = planner.plan("total of C and F")
+    assert Executor(registry).run_sync(planned.plan).value == 24100
+
+
+# --- reasoning and examples -----------------------------------------------------------
+
+def test_reasoning_switch_changes_grammar_and_prompt(registry) -> None:
+    on = TreePlanner(ScriptedLLM([]), demo(registry))
+    off = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(techniques=Techniques.plain()))
+    assert '\\"reasoning\\"' in on.constraint().source
+    assert "reasoning" not in off.constraint().source
+    assert '"reasoning"' in on.messages("g")[1]["content"]
+    assert '"reasoning"' not in off.messages("g")[1]["content"]
+
+
+def test_library_plans_flatten_to_valid_steps() -> None:
+    library = load_library()
+    assert len(library) >= 20 and sum(p.fixed for p in library) >= 3
+    nested = next(p for p in library if p.goal.startswith("How many more apples"))
+    steps = flatten(nested.plan)
+    assert [s["function"] for s in steps] == ["Inventory.GetStock", "Inventory.GetStock",
+                                             "Inventory.GetStock", "Math.Add", "Math.Subtract"]
+    assert steps[-1]["args"] == {"value1": "$1", "value2": "$4"}
+    assert steps_text(steps).startswith("1. Inventory.GetStock(apples); ")
+    email = next(p for p in library if p.goal.startswith("Write an email")).sequential()
+    assert email["input"] == "our new boat"  # the first literal input is the plan's input
+    assert email["subtasks"][1] == {"function": "Style.Pirate", "args": {}}  # piped
+
+
+def test_similar_examples_are_the_nearest_goals() -> None:
+    """Real MiniLM embeddings in Chroma: a flight question gets flight examples."""
+    selector = ExampleSelector()
+    chosen = selector.similar("How much does a plane ticket to Madrid cost?", k=3)
+    assert len(chosen) == 3
+    assert chosen[-1].goal == "How much does a flight to Oslo cost?"  # nearest is last
+    music = selector.similar("When was the singer of the song Night Train born?", k=2)
+    assert any("Golden Road" in p.goal for p in music)
+
+
+# --- grounded answers -----------------------------------------------------------------
+
+def test_observed_values_and_free_text_goals() -> None:
+    values = observed_values([16, {"city": "Paris", "rain": True}, ["a", "b"]])
+    assert values[:2] == ["a", "b"] and "a, b" in values
+    assert {"16", "Paris", "true", "yes", "no"} <= set(values)
+    assert asks_for_text("Write a poem about the sea")
+    assert not asks_for_text("How old is Furina?")
+
+
+def test_grounded_react_grammar_admits_only_observed_answers(registry) -> None:
+    tools = demo(registry)
+    grounded = react_step(tools, allowed_finals=["21100", "6700"])
+    assert matches(grounded, "Thought: done\nFinal Answer: 21100")
+    assert not matches(grounded, "Thought: done\nFinal Answer: 21000")
+    must_act = react_step(tools, allow_final=False)
+    assert not matches(must_act, "Thought: done\nFinal Answer: 21100")
+    assert matches(must_act, 'Thought: look\nAction: DemoPlugin.GetInvoice\n'
+                             'Action Input: {"company": "C"}')
+
+
+def test_grounded_tool_turn_answers_only_observed_values(registry) -> None:
+    turn = tool_call_turn(demo(registry), allowed_answers=["24100"])
+    assert matches(turn, "24100")
+    assert not matches(turn, "The total is 24000")
+
+
+# --- re-planning and voting (scripted model, real executor) ---------------------------
+
+def run_tree(registry, outputs: list[str], spec: str):
+    llm = ScriptedLLM(outputs)
+    settings = PlannerSettings(techniques=Techniques.parse(spec))
+    planner = TreePlanner(llm, demo(registry), settings)
+    run = plan_and_execute(planner, "diff", lambda: Executor(registry), GenerationLog())
+    return run, llm
+
+
+def test_replan_sends_the_error_back_and_runs_the_corrected_plan(registry) -> None:
+    # inf is not JSON: the executor reports the result as unserialisable
+    bad = compact({"function": "DemoPlugin.Total", "args": {"value1": 1e308, "value2": 1e308}})
+    good = compact(call("DemoPlugin.Total", value1=1, value2=2))
+    run, llm = run_tree(registry, [bad, good], "replan=1")
+    assert [a.ok for a in run.attempts] == [False, True]
+    assert run.chosen is not None and run.chosen.result.value == 3
+    followup = llm.requests[1].prompt
+    assert "Running this plan failed" in followup and run.attempts[0].error in followup
+
+
+def test_without_replan_a_failed_execution_is_the_answer(registry) -> None:
+    bad = compact({"function": "DemoPlugin.Total", "args": {"value1": 1e308, "value2": 1e308}})
+    run, _ = run_tree(registry, [bad], "plain")
+    assert run.chosen is None and run.error and len(run.attempts) == 1
+
+
+def test_vote_takes_the_majority_and_runs_identical_plans_once(registry) -> None:
+    three = compact(call("DemoPlugin.Total", value1=1, value2=2))
+    four = compact(call("DemoPlugin.Total", value1=2, value2=2))
+    run, llm = run_tree(registry, [four, three, three], "vote=3")
+    assert run.votes == {"4": 1, "3": 2}
+    assert run.chosen.result.value == 3
+    assert len(run.executed) == 2  # the repeated plan ran once
+    assert [r.temperature for r in llm.requests] == [0.0, 0.7, 0.7]
