@@ -50,7 +50,8 @@ class AgentResult:
     seconds: float
     error: str | None = None
     tools: list[str] = field(default_factory=list)
-    parse_failures: int = 0
+    parse_failures: int = 0  # outputs rejected as unparsable or truncated, then retried
+    validation_failures: int = 0  # outputs that parsed but failed the schemas, then retried
     stop_reason: str = ""
     outputs: list[str] = field(default_factory=list)  # the model's raw planning texts
     attempts: list[dict[str, Any]] = field(default_factory=list)  # plans run (replan, vote)
@@ -64,7 +65,8 @@ class AgentResult:
         return {"answer": self.answer, "planner": self.planner, "model": self.model,
                 "plan": self.plan, "steps": self.steps, "usage": self.usage.to_dict(),
                 "seconds": round(self.seconds, 3), "error": self.error, "tools": self.tools,
-                "parse_failures": self.parse_failures, "stop_reason": self.stop_reason,
+                "parse_failures": self.parse_failures,
+                "validation_failures": self.validation_failures, "stop_reason": self.stop_reason,
                 "outputs": self.outputs, "attempts": self.attempts,
                 "techniques": self.techniques}
 
@@ -224,6 +226,7 @@ class _RunContext:
             usage=usage_since(llm, self.before), seconds=time.perf_counter() - self.start,
             error=error, tools=[s.qualified_name for s in self.specs],
             parse_failures=self.log.parse_failures + self.log.truncations,
+            validation_failures=self.log.validation_failures,
             stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw),
             attempts=attempts or [], techniques=self.agent.settings.techniques.label)
 

@@ -67,6 +67,18 @@ def _planner(value: Any) -> str:
     return text
 
 
+def _techniques(value: Any) -> str:
+    from localagent.errors import UsageError
+    from localagent.planners.techniques import Techniques
+
+    text = _text(value)
+    try:
+        Techniques.parse(text)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
 def _positive_int(value: Any) -> int:
     if isinstance(value, bool):
         raise TypeError("expected a whole number")
@@ -131,6 +143,13 @@ SETTINGS: tuple[SettingDef, ...] = (
     ),
     SettingDef(
         "constrain", "LOCALAGENT_CONSTRAIN", "generate under grammars", _bool, lambda _: True
+    ),
+    SettingDef(
+        "techniques",
+        "LOCALAGENT_TECHNIQUES",
+        "planning techniques: default, plain or switches such as reasoning+replan=2",
+        _techniques,
+        lambda _: "default",
     ),
     SettingDef(
         "models_dir",

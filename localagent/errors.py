@@ -71,6 +71,11 @@ class PlanValidationError(UsageError):
     """A plan that names unknown functions, has bad arguments, cycles or is too deep."""
 
 
+class InvalidPlanError(PlanValidationError):
+    """A model output that parsed but names an unknown function or breaks an argument
+    schema (counted apart from outputs that do not parse at all)."""
+
+
 class IndexError_(UsageError):
     """A Chroma index that is corrupt, unwritable or built with another embedding model."""
 

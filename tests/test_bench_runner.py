@@ -183,7 +183,7 @@ def test_script_option_errors_are_one_line(capsys: Any) -> None:
 
 
 def test_recording_llm_keeps_outputs_and_shows_prompts() -> None:
-    from localagent.bench.recording import RecordingLLM, format_exchange
+    from localagent.llm.recording import RecordingLLM, format_exchange
 
     seen: list[Any] = []
     llm = RecordingLLM(ScriptedLLM(["out1", "out2"]), on_exchange=seen.append)

@@ -59,7 +59,9 @@ def test_truncated_then_invalid_then_valid_is_retried(registry):
     llm = ScriptedLLM([long_text, bad, good])
     planned = TreePlanner(llm, registry.specs(), PlannerSettings(max_tokens=10)).plan("g")
     assert planned.plan.root.function == "DemoPlugin.Total"
-    assert (planned.log.truncations, planned.log.parse_failures, planned.log.attempts) == (1, 1, 3)
+    log = planned.log
+    assert (log.truncations, log.parse_failures, log.validation_failures, log.attempts) == (
+        1, 0, 1, 3)  # the unknown function parsed, then failed validation
     assert llm.requests[1].max_tokens == 20  # doubled after the truncation
 
 

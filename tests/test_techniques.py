@@ -8,18 +8,17 @@ import json
 import pytest
 
 from localagent.errors import PlanValidationError, UsageError
+from localagent.executor import Executor
 from localagent.grammars import parse_sequential, react_step, sequential_plan, tool_call_turn
 from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
-from localagent.planners.base import PlannerSettings
+from localagent.planners.base import GenerationLog, PlannerSettings
 from localagent.planners.examples import ExampleSelector, flatten, load_library, steps_text
 from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.plan_runner import plan_and_execute
 from localagent.planners.sequential import SequentialPlanner, piped
 from localagent.planners.techniques import Techniques, parse_variants
 from localagent.planners.tree import TreePlanner
-from localagent.executor import Executor
-from localagent.planners.base import GenerationLog
 from localagent.tools.registry import default_registry
 
 

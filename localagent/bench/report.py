@@ -26,7 +26,8 @@ class Row:
     filter: str
     runs: int
     solved: int
-    parse_failures: int  # outputs rejected (unparsable, invalid or truncated), then retried
+    parse_failures: int  # outputs rejected as unparsable or truncated, then retried
+    validation_failures: int  # outputs that parsed but failed the tools' schemas, retried
     gave_up: int  # runs that ended with no valid plan or step after the retries
     tool_errors: int  # calls that failed (bad arguments, unknown function, exception)
     llm_calls: float
@@ -81,6 +82,7 @@ def _row(key: tuple[str, str, bool, str], rs: list[dict[str, Any]]) -> Row:
         runs=n,
         solved=sum(1 for r in rs if r.get("ok")),
         parse_failures=sum(int(r.get("parse_failures", 0)) for r in rs),
+        validation_failures=sum(int(r.get("validation_failures", 0)) for r in rs),
         gave_up=sum(1 for r in rs if r.get("gave_up")),
         tool_errors=sum(int(r.get("tool_errors", 0)) for r in rs),
         llm_calls=mean_usage("calls"),
@@ -116,6 +118,7 @@ def table(rows: Sequence[Row], title: str = "planner benchmark") -> Any:
         "runs",
         "success",
         "parse fail",
+        "invalid",
         "gave up",
         "tool errors",
         "LLM calls",
@@ -135,6 +138,7 @@ def table(rows: Sequence[Row], title: str = "planner benchmark") -> Any:
             str(r.runs),
             f"{r.success:.0%} ({r.solved})",
             str(r.parse_failures),
+            str(r.validation_failures),
             str(r.gave_up),
             str(r.tool_errors),
             f"{r.llm_calls:.1f}",
@@ -167,7 +171,8 @@ def category_table(records: Sequence[dict[str, Any]]) -> Any:
 def markdown_table(rows: Sequence[Row]) -> str:
     """The summary as a Markdown table (for docs/BENCHMARKS.md)."""
     head = (
-        "| model | planner | constrained | filter | runs | success | parse fail | gave up "
+        "| model | planner | constrained | filter | runs | success | parse fail | invalid "
+        "| gave up "
         "| tool errors | LLM calls | prompt eval | prompt reused | completion | s mean "
         "| s p95 |"
     )
@@ -175,7 +180,8 @@ def markdown_table(rows: Sequence[Row]) -> str:
     for r in rows:
         lines.append(
             f"| {r.model} | {r.planner} | {'yes' if r.constrain else 'no'} | {r.filter} "
-            f"| {r.runs} | {r.success:.0%} ({r.solved}) | {r.parse_failures} | {r.gave_up} "
+            f"| {r.runs} | {r.success:.0%} ({r.solved}) | {r.parse_failures} "
+            f"| {r.validation_failures} | {r.gave_up} "
             f"| {r.tool_errors} | {r.llm_calls:.1f} | {r.prompt_evaluated:.0f} "
             f"| {r.prompt_reused:.0f} | {r.completion:.0f} | {r.seconds_mean:.1f} "
             f"| {r.seconds_p95:.1f} |"

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localagent.bench.compare import judge
-from localagent.bench.recording import RecordingLLM
 from localagent.bench.results import ResultsFile
 from localagent.bench.suite import Suite, Task
 from localagent.bench.tools import build_registry
 from localagent.errors import LocalAgentError, UsageError
 from localagent.llm.base import LLM
+from localagent.llm.recording import RecordingLLM
 from localagent.planners.techniques import Techniques
 
 if TYPE_CHECKING:
@@ -225,6 +225,7 @@ def _record(
         "error": trace.get("error"),
         "crashed": crashed,
         "parse_failures": int(trace.get("parse_failures") or 0),
+        "validation_failures": int(trace.get("validation_failures") or 0),
         "gave_up": "no valid output" in error,
         "tool_calls": len(calls),
         "tool_errors": sum(1 for c in calls if c.get("error")),

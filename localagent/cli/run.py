@@ -51,11 +51,23 @@ def _filter(threshold: float | None, max_tools: int | None, include: list[str] |
                          excluded_plugins=tuple(exclude_plugin or ()))
 
 
-def _agent(model: str | None, plugins: list[str] | None, no_constrain: bool,
-           flt: Any) -> Any:
+def _settings(**flags: Any) -> Any:
+    """Flags over environment over config file over defaults (`localagent config show`)."""
+    from localagent.config import load_settings
+
+    return load_settings(flags=flags)
+
+
+def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
+           techniques: str) -> Any:
     from localagent.agent import Agent
 
-    return Agent(model, plugins or (), filter=flt, constrain=not no_constrain)
+    return Agent(model, plugins or (), filter=flt, constrain=constrain, techniques=techniques)
+
+
+TECHNIQUES_OPT = typer.Option(
+    None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
+    "(reasoning, similar, grounded, backrefs, replan=N, vote=K); see README.")
 
 
 def _show_tools(agent: Any, goal: str) -> None:
@@ -67,13 +79,16 @@ def _show_tools(agent: Any, goal: str) -> None:
 @handle_errors
 def run_command(
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
-    planner: str = typer.Option("tree", "--planner", help="sequential | tree | react | tools"),
+    planner: str | None = typer.Option(None, "--planner", help="sequential | tree | react | "
+                                       "tools (default: from config, else tree)"),
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
-    max_iterations: int = typer.Option(5, "--max-iterations",
-                                       help="Most model steps (react, tools)."),
+    max_iterations: int | None = typer.Option(None, "--max-iterations",
+                                              help="Most model steps (react, tools; "
+                                              "default: from config, else 5)."),
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
+    techniques: str | None = TECHNIQUES_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     threshold: float | None = typer.Option(None, "--threshold",
                                               help="Keep tools at least this similar (0..1)."),
@@ -93,14 +108,19 @@ def run_command(
     from localagent.agent import PLANNERS
     from localagent.errors import UsageError
 
-    if planner not in PLANNERS:
+    if planner is not None and planner not in PLANNERS:
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
-    if max_iterations < 1:
+    if max_iterations is not None and max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
     if verbose and quiet:
         raise UsageError("--verbose and --quiet exclude each other")
-    agent = _agent(_verbose_model(model) if verbose else model, plugins, no_constrain,
-                   _filter(threshold, max_tools, include, exclude, exclude_plugin))
+    cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
+                    constrain=False if no_constrain else None, techniques=techniques)
+    planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
+    agent = _agent(_verbose_model(cfg.value("model")) if verbose else cfg.value("model"),
+                   plugins, cfg.value("constrain"),
+                   _filter(threshold, max_tools, include, exclude, exclude_plugin),
+                   cfg.value("techniques"))
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
@@ -117,9 +137,9 @@ def run_command(
 
 def _verbose_model(model: str | None) -> Any:
     """The model, loaded now and wrapped so each prompt and raw output goes to stderr."""
-    from localagent.bench.recording import RecordingLLM, format_exchange
     from localagent.cli.common import err_console
     from localagent.llm import load_llm
+    from localagent.llm.recording import RecordingLLM, format_exchange
 
     def show(exchange: Any) -> None:
         err_console.print(format_exchange(exchange), markup=False, highlight=False)
@@ -141,11 +161,13 @@ def _print_answer_only(result: Any) -> None:
 @handle_errors
 def plan_command(
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
-    planner: str = typer.Option("tree", "--planner", help="sequential | tree"),
+    planner: str | None = typer.Option(None, "--planner", help="sequential | tree "
+                                       "(default: from config if a plan planner, else tree)"),
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
+    techniques: str | None = TECHNIQUES_OPT,
     threshold: float | None = typer.Option(None, "--threshold"),
     max_tools: int | None = typer.Option(None, "--max-tools"),
     include: list[str] | None = typer.Option(None, "--include"),
@@ -154,10 +176,16 @@ def plan_command(
 ) -> None:
     from localagent.errors import UsageError
 
-    if planner not in ("tree", "sequential"):
+    if planner is not None and planner not in ("tree", "sequential"):
         raise UsageError(f"--planner must be tree or sequential for a plan, not {planner!r}")
-    agent = _agent(model, plugins, no_constrain,
-                   _filter(threshold, max_tools, include, exclude, exclude_plugin))
+    cfg = _settings(model=model, constrain=False if no_constrain else None,
+                    techniques=techniques)
+    if planner is None:
+        configured = cfg.value("planner")
+        planner = configured if configured in ("tree", "sequential") else "tree"
+    agent = _agent(cfg.value("model"), plugins, cfg.value("constrain"),
+                   _filter(threshold, max_tools, include, exclude, exclude_plugin),
+                   cfg.value("techniques"))
     plan = agent.plan(goal, planner=planner)
     typer.echo(plan.to_json(indent=2))
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent.errors import PlanValidationError, TruncatedOutputError
+from localagent.errors import InvalidPlanError, PlanValidationError, TruncatedOutputError
 from localagent.grammar.types import fits
 from localagent.llm.base import Completion
 from localagent.tools.spec import ToolSpec
@@ -154,7 +154,7 @@ def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
         elif found:
             problems += args_errors(*found)
     if problems:
-        raise PlanValidationError("invalid plan: " + "; ".join(problems))
+        raise InvalidPlanError("invalid plan: " + "; ".join(problems))
     return ParsedPlan(plan=plan, reasoning=reasoning)
 
 
@@ -173,10 +173,10 @@ def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: st
         return match is not None
 
     for key, value in args.items():
-        if check(value, f"args.{key}"):
-            relaxed[key] = {}
-        elif isinstance(value, list) and any([check(v, f"args.{key}[{n}]")
-                                              for n, v in enumerate(value)]):
+        items = value if isinstance(value, list) else [value]
+        found = [check(v, f"args.{key}" if v is value else f"args.{key}[{n}]")
+                 for n, v in enumerate(items)]
+        if any(found):
             relaxed[key] = {}
     schema = {**tool.parameters, "properties": relaxed}
     return problems + args_errors(tool, args, schema)
@@ -188,7 +188,7 @@ def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4) -> Parse
     problems: list[str] = []
     _check_tree(plan, _by_name(tools), 1, depth, "plan", problems)
     if problems:
-        raise PlanValidationError("invalid plan: " + "; ".join(problems))
+        raise InvalidPlanError("invalid plan: " + "; ".join(problems))
     return ParsedPlan(plan=plan, reasoning=reasoning)
 
 

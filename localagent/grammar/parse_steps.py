@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from localagent.errors import PlanValidationError
+from localagent.errors import InvalidPlanError, PlanValidationError
 from localagent.grammar.build import HERMES, CallFormat
 from localagent.grammar.parse import ReactStep, ToolCall, ToolCallTurn, args_errors
 from localagent.tools.spec import ToolSpec
@@ -26,10 +26,10 @@ _REACT = re.compile(
 def _validated(name: str, args: object, tools: Sequence[ToolSpec], where: str) -> ToolCall:
     tool = next((t for t in tools if t.qualified_name == name), None)
     if tool is None:
-        raise PlanValidationError(f"{where}: unknown function {name!r}")
+        raise InvalidPlanError(f"{where}: unknown function {name!r}")
     problems = args_errors(tool, args)
     if problems:
-        raise PlanValidationError(f"{where}: " + "; ".join(problems))
+        raise InvalidPlanError(f"{where}: " + "; ".join(problems))
     assert isinstance(args, dict)
     return ToolCall(function=name, args=args)
 

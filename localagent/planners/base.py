@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from localagent.constraint import Constraint
-from localagent.errors import PlanningError, PlanValidationError, TruncatedOutputError
+from localagent.errors import (
+    InvalidPlanError,
+    PlanningError,
+    PlanValidationError,
+    TruncatedOutputError,
+)
 from localagent.grammars import ensure_complete
 from localagent.llm.base import LLM, Completion, Message, Usage
 from localagent.llm.delegating import DelegatingLLM
@@ -46,7 +51,8 @@ class GenerationLog:
 
     usage: Usage = field(default_factory=Usage)
     attempts: int = 0
-    parse_failures: int = 0
+    parse_failures: int = 0  # outputs that did not parse (format)
+    validation_failures: int = 0  # parsed, but an unknown function or bad arguments
     truncations: int = 0
     errors: list[str] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
@@ -94,6 +100,9 @@ def generate_checked(
             log.truncations += 1
             last = exc.one_line()
             budget *= 2
+        except InvalidPlanError as exc:
+            log.validation_failures += 1
+            last = exc.one_line()
         except PlanValidationError as exc:
             log.parse_failures += 1
             last = exc.one_line()
