@@ -187,3 +187,16 @@ def test_vote_takes_the_majority_and_runs_identical_plans_once(registry) -> None
     assert run.chosen.result.value == 3
     assert len(run.executed) == 2  # the repeated plan ran once
     assert [r.temperature for r in llm.requests] == [0.0, 0.7, 0.7]
+
+
+def test_steps_reasoning_names_only_real_functions(registry) -> None:
+    tools = demo(registry)
+    planner = TreePlanner(ScriptedLLM([]), tools,
+                          PlannerSettings(techniques=Techniques.parse("steps")))
+    plan = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"), value2=5)
+    good = ("1. DemoPlugin.GetInvoice(C); 2. DemoPlugin.Total(step 1, 5)")
+    assert matches(planner.constraint(), compact({"reasoning": good, "plan": plan}))
+    invented = "1. DemoPlugin.GetInvoice(C); 2. Math.Max(step 1, 5)"
+    assert not matches(planner.constraint(), compact({"reasoning": invented, "plan": plan}))
+    seven = "; ".join(f"{k}. DemoPlugin.GetInvoice(C)" for k in range(1, 8))
+    assert not matches(planner.constraint(), compact({"reasoning": seven, "plan": plan}))

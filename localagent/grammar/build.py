@@ -20,6 +20,7 @@ from localagent.errors import ConstraintError
 from localagent.grammar.jsonlark import (
     FIRST_CHAR,
     TEXT_CHAR,
+    WIDE,
     Bounds,
     LarkRules,
     Schema,
@@ -123,7 +124,7 @@ def _bounded_text(n: int) -> str:
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
-                    reasoning_chars: int = 0, refs: str = "none",
+                    reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -136,12 +137,13 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
-               "refs": refs}
+               "refs": refs, "steps": reasoning_steps}
 
     def build() -> str:
         rules = LarkRules(bounds)
-        reasoning = (f'"\\"reasoning\\": " {rules.string(reasoning_chars, 1)} ", "'
-                     if reasoning_chars else "")
+        text = steps_reasoning(rules, tools, max_steps) if reasoning_steps else (
+            rules.string(reasoning_chars, 1) if reasoning_chars else "")
+        reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
         if refs == "backward":
             steps = [_step_calls(rules, tools, k, _ref_rule(rules, k - 1))
                      for k in range(1, max_steps + 1)]
@@ -154,6 +156,26 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                        subtasks=subtasks, rules=rules.render())
 
     return _cached("sequential", tools, options, build)
+
+
+STEP_ARGS = f"[\\x20\\x21\\x23-\\x27\\x2a-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, backslash, parens
+
+
+def steps_reasoning(rules: LarkRules, tools: Sequence[ToolSpec], max_steps: int = 6) -> str:
+    """A JSON string holding a numbered list of calls of real functions:
+    `"1. P.F(free args); 2. P.G(step 1)"`, at most `max_steps` steps.
+
+    Why: free-text reasoning let a 0.5B model list functions that do not exist or repeat
+    steps until the length cap; here every step names a real function and the list ends.
+    """
+    names = rules.add("fname", " | ".join(lit(t.qualified_name) for t in tools))
+    args = f"/{STEP_ARGS}{{0,60}}/"
+    steps = [rules.add("rstep", f'{lit(f"{k}. ")} {names} "(" {args} ")"')
+             for k in range(1, max_steps + 1)]
+    text = ""
+    for rule in reversed(steps[1:]):
+        text = f'("; " {rule} {text})?'.replace(" )", ")")
+    return rules.add("steps", f'"\\"" {steps[0]} {text} "\\""')
 
 
 def _ref_rule(rules: LarkRules, last: int) -> str | None:
@@ -191,15 +213,17 @@ def _unrolled_steps(steps: list[str]) -> str:
 
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
-              reasoning_chars: int = 0, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
-    """A call whose arguments may be calls (return type must fit), nested up to `depth`."""
+              reasoning_chars: int = 0, reasoning_steps: bool = False,
+              bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+    """A call whose arguments may be calls (return type must fit), nested up to `depth`;
+    optionally after a reasoning field (free text, or a list of real calls: `steps`)."""
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
-               "bounds": bounds}
+               "bounds": bounds, "steps": reasoning_steps}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
-    return _cached("tree", tools, options, lambda: _TreeBuilder(tools, depth, bounds,
-                                                                 reasoning_chars).build())
+    return _cached("tree", tools, options, lambda: _TreeBuilder(
+        tools, depth, bounds, reasoning_chars, reasoning_steps).build())
 
 
 class _TreeBuilder:
@@ -207,8 +231,9 @@ class _TreeBuilder:
     its return type fits and L <= depth."""
 
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
-                 reasoning_chars: int) -> None:
+                 reasoning_chars: int, reasoning_steps: bool = False) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
+        self.steps = reasoning_steps
         self.rules = LarkRules(bounds)
         self._calls: dict[tuple[int, int], str] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
@@ -216,8 +241,10 @@ class _TreeBuilder:
     def build(self) -> str:
         root = self.rules.define("call_1", " | ".join(self._call(1, i)
                                                       for i in range(len(self.tools))))
-        start = (f'"{{\\"reasoning\\": " {self.rules.string(self.reasoning, 1)} '
-                 f'", \\"plan\\": " {root} "}}"' if self.reasoning else root)
+        text = steps_reasoning(self.rules, self.tools) if self.steps else (
+            self.rules.string(self.reasoning, 1) if self.reasoning else "")
+        start = (f'"{{\\"reasoning\\": " {text} ", \\"plan\\": " {root} "}}"'
+                 if text else root)
         return _render("tree", start=start, rules=self.rules.render())
 
     def _call(self, level: int, i: int) -> str:

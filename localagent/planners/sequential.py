@@ -63,12 +63,13 @@ class SequentialPlanner:
         t = self.settings.techniques
         return sequential_plan(self._piped, max_steps=MAX_STEPS, bounds=BOUNDS,
                                refs="backward" if t.backrefs else "any",
-                               reasoning_chars=REASONING_CHARS if t.reasoning else 0)
+                               reasoning_chars=REASONING_CHARS if t.shows_reasoning else 0,
+                               reasoning_steps=t.steps)
 
     def messages(self, goal: str) -> list[Message]:
         t = self.settings.techniques
         return sequential_prompt(goal, self.tools, choose_examples(goal, t),
-                                 reasoning=t.reasoning)
+                                 reasoning=t.shows_reasoning)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedSequence | None = None, error: str = "",

@@ -8,6 +8,8 @@ configuration; its `label` names it in benchmark keys and reports.
 | switch        | planners           | what it does                                              |
 |---------------|--------------------|-----------------------------------------------------------|
 | reasoning     | tree, sequential   | a short free-text "reasoning" field before the plan       |
+| steps         | tree, sequential   | the reasoning is a numbered list of calls of real         |
+|               |                    | functions (the grammar admits only their names)           |
 | similar       | tree, sequential   | few-shot examples picked by embedding similarity (Chroma) |
 |               |                    | from a library of solved plans, instead of fixed ones     |
 | grounded      | react, tools       | the final answer may only restate an observed value       |
@@ -29,6 +31,7 @@ class Techniques:
     (docs/BENCHMARKS.md, "Planning techniques"); `Techniques.plain()` turns all off."""
 
     reasoning: bool = True
+    steps: bool = False
     similar: bool = False
     grounded: bool = False
     backrefs: bool = True
@@ -44,8 +47,13 @@ class Techniques:
     @staticmethod
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
-        return Techniques(reasoning=False, similar=False, grounded=False, backrefs=False,
-                          replan=0, vote=1)
+        return Techniques(reasoning=False, steps=False, similar=False, grounded=False,
+                          backrefs=False, replan=0, vote=1)
+
+    @property
+    def shows_reasoning(self) -> bool:
+        """Whether a plan starts with a reasoning field (free text or steps)."""
+        return self.reasoning or self.steps
 
     @property
     def label(self) -> str:

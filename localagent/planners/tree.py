@@ -52,11 +52,12 @@ class TreePlanner:
 
     @property
     def reasoning(self) -> bool:
-        return self.settings.techniques.reasoning
+        return self.settings.techniques.shows_reasoning
 
     def constraint(self) -> Constraint:
         return tree_plan(self.tools, depth=self.depth, bounds=BOUNDS,
-                         reasoning_chars=REASONING_CHARS if self.reasoning else 0)
+                         reasoning_chars=REASONING_CHARS if self.reasoning else 0,
+                         reasoning_steps=self.settings.techniques.steps)
 
     def messages(self, goal: str) -> list[Message]:
         examples = choose_examples(goal, self.settings.techniques)
