@@ -117,8 +117,7 @@ def replan_messages(messages: list[Message], previous: str, error: str) -> list[
     (LLMCompiler's joiner idea: the error usually names the wrong argument or function)."""
     return [*messages, {"role": "assistant", "content": previous},
             {"role": "user", "content": f"Running this plan failed: {error}\n"
-             "Write a corrected plan for the same goal, with the functions listed first."
-             "\nPlan:"}]
+             "Write a corrected plan for the same goal.\nPlan:"}]
 
 
 def select_specs(

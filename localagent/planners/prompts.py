@@ -41,18 +41,19 @@ TREE_REASONING = (" First list the steps in \"reasoning\", one function call per
 
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
                 reasoning: bool = True) -> list[dict[str, str]]:
-    """Chat messages for the tree planner: manual, examples over other functions, the goal.
+    """Chat messages for the tree planner: examples over other functions, the manual, the goal.
 
-    The goal comes last, after everything that does not depend on it, so that with fixed
-    examples consecutive goals share the whole prompt prefix (and the KV cache).
+    Order: what changes least comes first, so consecutive goals share the longest prompt
+    prefix (and the KV cache): fixed examples, then the functions (the same for every goal
+    unless the filter picks them per goal), then the goal.
     """
     def write(ex: SolvedPlan) -> dict[str, Any]:
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
     system = TREE_SYSTEM + (TREE_REASONING if reasoning else "")
-    user = (f"Functions:\n{render_manual(tools)}\n\n"
-            f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"Now the real task, with the functions listed first.\nGoal: {goal}\nPlan:")
+    user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
+            f"Now the real task. Functions:\n{render_manual(tools)}\n\n"
+            f"Goal: {goal}\nPlan:")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -78,9 +79,9 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
 
     system = SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_REASONING if reasoning else "")
-    user = (f"Functions:\n{render_manual(tools)}\n\n"
-            f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"Now the real task, with the functions listed first.\nGoal: {goal}\nPlan:")
+    user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
+            f"Now the real task. Functions:\n{render_manual(tools)}\n\n"
+            f"Goal: {goal}\nPlan:")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
