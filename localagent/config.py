@@ -67,6 +67,18 @@ def _planner(value: Any) -> str:
     return text
 
 
+DEFAULT_MAX_TOOLS = 6  # measured: docs/BENCHMARKS.md, "Planning techniques"
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError("expected a whole number")
+    number = int(value)
+    if number < 0 or (isinstance(value, float) and value != number):
+        raise ValueError("expected a whole number >= 0")
+    return number
+
+
 def _techniques(value: Any) -> str:
     from localagent.errors import UsageError
     from localagent.planners.techniques import Techniques
@@ -143,6 +155,14 @@ SETTINGS: tuple[SettingDef, ...] = (
     ),
     SettingDef(
         "constrain", "LOCALAGENT_CONSTRAIN", "generate under grammars", _bool, lambda _: True
+    ),
+    SettingDef(
+        "max_tools",
+        "LOCALAGENT_MAX_TOOLS",
+        "offer the planner at most this many functions, the most similar to the goal "
+        "(0: all)",
+        _count,
+        lambda _: DEFAULT_MAX_TOOLS,
     ),
     SettingDef(
         "techniques",

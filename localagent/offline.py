@@ -16,6 +16,7 @@ OFFLINE_ENV: dict[str, str] = {
     "ANONYMIZED_TELEMETRY": "False",  # chromadb (also passed explicitly in Settings)
     "TOKENIZERS_PARALLELISM": "false",
     "DO_NOT_TRACK": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # "Loading weights" bars on stderr of every run
 }
 
 

@@ -23,9 +23,24 @@ runner = CliRunner()
 
 @pytest.fixture
 def scripted(monkeypatch):
+    """A scripted model; every function offered (the scripted plans name them freely)."""
     llm = ScriptedLLM()
     monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
     return llm
+
+
+def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch):
+    """Without filter flags, the configured max_tools (real MiniLM + Chroma) picks the
+    functions; the plan of the scripted model uses one of them."""
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "4")
+    scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
+    result = runner.invoke(app, ["run", "What is the invoice amount of company D?", "--json",
+                                 "--techniques", "plain"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["tools"]) == 4 and "DemoPlugin.GetInvoice" in data["tools"]
+    assert data["answer"] == 6700
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])

@@ -41,6 +41,12 @@ MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
 
 def _filter(threshold: float | None, max_tools: int | None, include: list[str] | None,
             exclude: list[str] | None, exclude_plugin: list[str] | None) -> Any:
+    """The filter options; without --threshold/--max-tools, the configured `max_tools`
+    (default 6: a 0.5B model plans far better over a few relevant functions)."""
+    if threshold is None and max_tools is None:
+        max_tools = _settings().value("max_tools") or None
+    elif max_tools == 0:
+        max_tools = None  # --max-tools 0: every function
     if threshold is None and max_tools is None and not (include or exclude or exclude_plugin):
         return None
     from localagent.retrieval import FilterOptions
@@ -93,7 +99,8 @@ def run_command(
     threshold: float | None = typer.Option(None, "--threshold",
                                               help="Keep tools at least this similar (0..1)."),
     max_tools: int | None = typer.Option(None, "--max-tools",
-                                            help="Keep at most this many tools."),
+                                            help="Keep at most this many tools (default: "
+                                            "config max_tools, 6; 0 keeps all)."),
     include: list[str] | None = typer.Option(None, "--include",
                                                 help="Always offer this function."),
     exclude: list[str] | None = typer.Option(None, "--exclude",

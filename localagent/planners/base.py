@@ -134,7 +134,9 @@ def select_specs(
     specs = registry.specs()
     if options is None:
         return specs
-    if not options.active:
+    few = (options.relevancy_threshold is None and options.max_relevant_functions is not None
+           and len(specs) <= options.max_relevant_functions)
+    if not options.active or few:  # nothing to rank: no need for the embedding index
         from localagent.retrieval.filter import _matches
 
         return [s for s in specs if s.plugin not in options.excluded_plugins
