@@ -79,7 +79,7 @@ def parse_filter_modes(text: str) -> list[str]:
 def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
     """The label (part of the key) and the filter options for `task` under `mode`."""
     name, _, value = mode.partition(":")
-    max_tools, threshold = None, None
+    max_tools, threshold, include = None, None, ()
     if name == "max":
         max_tools = int(value)
     elif name == "threshold":
@@ -88,6 +88,7 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
         return "none", None
     elif task.filter is not None:
         max_tools, threshold = task.filter.max_tools, task.filter.threshold
+        include = task.filter.include
     else:
         max_tools = 8
     from localagent.retrieval import FilterOptions
@@ -97,10 +98,12 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
         for p in (
             f"max{max_tools}" if max_tools is not None else "",
             f"t{threshold:g}" if threshold is not None else "",
+            f"inc{len(include)}" if include else "",
         )
         if p
     )
-    return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools)
+    return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
+                                included_functions=tuple(include))
 
 
 def plan_runs(

@@ -12,6 +12,7 @@ writing Python. Format (every key but `id`, `goal`, `plugins` and `expect` is op
         exclude: [MathPlugin.Calculator]   # functions not offered
         distractors: 40               # unrelated tools from the retrieval dataset
         filter: {max_tools: 8}        # how to filter when the benchmark filters this task
+                                      # (+ include: [P.F, ...], always offered)
         max_iterations: 5             # react / tools steps
         expect: {number: 6700, tolerance: 0.5}
         solution: {function: DemoPlugin.GetInvoice, args: {company: D}}  # reference plan
@@ -65,6 +66,7 @@ class TaskFilter:
 
     max_tools: int | None = 8
     threshold: float | None = None
+    include: tuple[str, ...] = ()  # functions always offered (SK's included_functions)
 
 
 @dataclass(frozen=True)
@@ -202,9 +204,11 @@ def _names(value: Any, key: str, where: str, *, empty_ok: bool = False) -> tuple
 def _filter(value: Any, where: str) -> TaskFilter | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping) or set(value) - {"max_tools", "threshold"}:
-        raise UsageError(f"{where}: 'filter' takes max_tools and/or threshold")
-    return TaskFilter(max_tools=value.get("max_tools"), threshold=value.get("threshold"))
+    if not isinstance(value, Mapping) or set(value) - {"max_tools", "threshold", "include"}:
+        raise UsageError(f"{where}: 'filter' takes max_tools, threshold and include")
+    include = _names(value.get("include") or [], "filter.include", where, empty_ok=True)
+    return TaskFilter(max_tools=value.get("max_tools"), threshold=value.get("threshold"),
+                      include=include)
 
 
 def _expectations(value: Any, where: str) -> tuple[Expectation, ...]:
