@@ -212,3 +212,18 @@ def test_bare_json_calls_are_read_as_calls(registry):
     out = ToolCallingPlanner(llm, specs).run("rain?", Executor(registry))
     assert out.turns[0].calls[0]["result"] is True
     assert out.answer == "It rained, you won."
+
+
+def test_a_fenced_json_call_is_no_answer(registry):
+    """Seen on the default model: "```json\n{"name": ..., "arguments": ...}\n```" as the
+    answer. The grammar refuses an answer starting with a backtick; without the grammar,
+    the parser reads the fenced call as a call."""
+    from localagent.llm.constrained import matches
+    from localagent.planners.tool_calling import wrap_bare_calls
+
+    specs = [s for s in registry.specs() if s.plugin == "DemoPlugin"]
+    fenced = ('```json\n{\n  "name": "DemoPlugin.GetInvoice",\n'
+              '  "arguments": {"company": "D"}\n}\n```')
+    assert not matches(tool_call_turn(specs), fenced)
+    assert matches(tool_call_turn(specs), "The invoice of D is 6700.")
+    assert wrap_bare_calls(fenced).startswith("<tool_call>\n{\"name\": \"DemoPlugin.GetInvoice\"")

@@ -324,9 +324,10 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
             call_format.name_key, t.qualified_name, call_format.args_key, a))
         calls = (f"call ({lit(call_format.separator)} call){{0,{max_calls - 1}}}"
                  if max_calls > 1 else "call")
-        # The answer may not start like a call (nor like a bare JSON call, which small
-        # models write instead of the wrapper), so the two alternatives never overlap.
-        first = FIRST_CHAR[:-1] + "&&[^" + _rx_escape(call_format.open[:1] or "<") + "{]]"
+        # The answer may not start like a call (nor like a bare JSON call or a ```json
+        # fenced one, which small models write instead of the wrapper), so the two
+        # alternatives never overlap.
+        first = FIRST_CHAR[:-1] + "&&[^" + _rx_escape(call_format.open[:1] or "<") + "{`]]"
         answer = f"/{first}(?:{TEXT_CHAR}|\\n){{0,{bounds.max_text - 1}}}/"
         if allowed_answers:
             answer = " | ".join(lit(a) for a in allowed_answers)

@@ -149,7 +149,10 @@ class ExampleSelector:
                 from localagent.retrieval.embeddings import (
                     ChromaEmbeddingFunction,
                     MiniLMEmbedder,
+                    register_with_chroma,
                 )
+
+                register_with_chroma()
 
                 embedder = self._embedder or MiniLMEmbedder()
                 client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))

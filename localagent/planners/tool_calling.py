@@ -11,6 +11,7 @@ grammar admits only text).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,10 +71,22 @@ def result_content(result: ExecutionResult) -> str:
 def wrap_bare_calls(text: str) -> str:
     """`{"name": ..., "arguments": ...}` lines without `<tool_call>` tags, wrapped in them.
 
-    Qwen2.5-Coder often writes its calls as bare JSON objects, which the grammar's
-    plain-answer branch admits; read as an answer, the call would be lost.
+    Qwen2.5-Coder often writes its calls as bare JSON objects or in a ```json fence; the
+    grammar's answer branch admits neither start, but unconstrained output may hold them,
+    and read as an answer the call would be lost.
     """
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    body = text.strip()
+    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
+    if fence:  # a fenced call, possibly pretty-printed over several lines
+        body = fence.group(1)
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(obj, dict) and set(obj) == {"name", "arguments"}:
+            return f"<tool_call>\n{json.dumps(obj, ensure_ascii=False)}\n</tool_call>"
+        return text
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
     if not lines or not all(line.startswith("{") for line in lines):
         return text
     try:

@@ -205,3 +205,16 @@ class ChromaEmbeddingFunction:
         self, old_config: dict[str, Any], new_config: dict[str, Any]
     ) -> None:
         return None
+
+
+def register_with_chroma() -> None:
+    """Make `ChromaEmbeddingFunction` known to Chroma by its name, so that opening a stored
+    collection rebuilds it instead of warning "Could not reconstruct embedding function"
+    on stderr (the index passes its own instance anyway)."""
+    from chromadb.utils.embedding_functions import (
+        known_embedding_functions,
+        register_embedding_function,
+    )
+
+    if ChromaEmbeddingFunction.name() not in known_embedding_functions:
+        register_embedding_function(ChromaEmbeddingFunction)

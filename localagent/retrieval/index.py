@@ -30,6 +30,7 @@ from localagent.retrieval.embeddings import (
     Embedder,
     MiniLMEmbedder,
     embedder_fingerprint,
+    register_with_chroma,
 )
 from localagent.tools.spec import ToolSpec
 
@@ -155,6 +156,7 @@ class ToolIndex:
         import chromadb
         from chromadb.config import Settings
 
+        register_with_chroma()
         with self._chroma("open"):
             client = chromadb.PersistentClient(
                 path=str(self.path), settings=Settings(anonymized_telemetry=False)
