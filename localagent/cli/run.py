@@ -39,12 +39,20 @@ MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
                          "(default: $LOCALAGENT_MODEL, else the catalog default).")
 
 
+ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
+              "MathPlugin.divide")
+
+
 def _filter(threshold: float | None, max_tools: int | None, include: list[str] | None,
             exclude: list[str] | None, exclude_plugin: list[str] | None) -> Any:
     """The filter options; without --threshold/--max-tools, the configured `max_tools`
-    (default 6: a 0.5B model plans far better over a few relevant functions)."""
+    (default 6: a 0.5B model plans far better over a few relevant functions) plus the
+    arithmetic built-ins, which goals need without naming them ("how many more...")."""
     if threshold is None and max_tools is None:
         max_tools = _settings().value("max_tools") or None
+        excluded = set(exclude or ()) | set(exclude_plugin or ())
+        if max_tools and not excluded & {"MathPlugin", *ARITHMETIC}:
+            include = [*(include or ()), *(f for f in ARITHMETIC if f not in (include or ()))]
     elif max_tools == 0:
         max_tools = None  # --max-tools 0: every function
     if threshold is None and max_tools is None and not (include or exclude or exclude_plugin):
