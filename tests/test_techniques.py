@@ -200,3 +200,31 @@ def test_steps_reasoning_names_only_real_functions(registry) -> None:
     assert not matches(planner.constraint(), compact({"reasoning": invented, "plan": plan}))
     seven = "; ".join(f"{k}. DemoPlugin.GetInvoice(C)" for k in range(1, 8))
     assert not matches(planner.constraint(), compact({"reasoning": seven, "plan": plan}))
+
+
+def test_mentions_leave_only_named_keys_or_a_lookup(registry) -> None:
+    """"the invoice of C plus D's": company may be C or D; a goal naming no company leaves
+    no literal, so the grammar admits only a nested call there (none fits: no plan)."""
+    from localagent.errors import ConstraintError
+    from localagent.planners.mentions import anchor_to_goal, mentioned
+
+    assert mentioned("C", "the invoice of C plus D's") and not mentioned("C", "the CFO")
+    tools = demo(registry)
+    anchored = anchor_to_goal(tools, "What is the invoice of company C plus the one of D?")
+    invoice = next(t for t in anchored if t.name == "GetInvoice")
+    assert invoice.parameters["properties"]["company"]["enum"] == ["C", "D"]
+    planner = TreePlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques.parse(
+        "mentions")))
+    goal = "What is the invoice of company C plus the one of D?"
+    grammar = planner.constraint(planner.tools_for(goal))
+    ok = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
+              value2=call("DemoPlugin.GetInvoice", company="D"))
+    guessed = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
+                   value2=call("DemoPlugin.GetInvoice", company="A"))
+    assert matches(grammar, compact(ok)) and not matches(grammar, compact(guessed))
+    nothing = planner.tools_for("What is the biggest invoice?")
+    assert matches(planner.constraint(nothing), compact(call("DemoPlugin.Total", value1=1,
+                                                               value2=2)))
+    only_invoice = [t for t in nothing if t.name == "GetInvoice"]
+    with pytest.raises(ConstraintError):
+        planner.constraint(only_invoice)

@@ -197,10 +197,13 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
 
         rules.root = params
         args = rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
-        if args is None:
-            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+        if args is None:  # e.g. an enum narrowed to nothing and no reference allowed here
+            continue
         heads.append(rules.add(f"call{step}_{i}", _call_object(
             "function", tool.qualified_name, "args", args)))
+    if not heads:
+        raise ConstraintError(f"no function can be called at step {step}: every argument "
+                              "schema admits no value")
     return rules.add(f"step{step}", " | ".join(heads))
 
 
@@ -235,19 +238,24 @@ class _TreeBuilder:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.steps = reasoning_steps
         self.rules = LarkRules(bounds)
-        self._calls: dict[tuple[int, int], str] = {}
+        self._calls: dict[tuple[int, int], str | None] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
 
     def build(self) -> str:
-        root = self.rules.define("call_1", " | ".join(self._call(1, i)
-                                                      for i in range(len(self.tools))))
+        calls = [c for c in (self._call(1, i) for i in range(len(self.tools))) if c]
+        if not calls:
+            raise ConstraintError("no function can be called: every argument schema admits "
+                                  "no value")
+        root = self.rules.define("call_1", " | ".join(calls))
         text = steps_reasoning(self.rules, self.tools) if self.steps else (
             self.rules.string(self.reasoning, 1) if self.reasoning else "")
         start = (f'"{{\\"reasoning\\": " {text} ", \\"plan\\": " {root} "}}"'
                  if text else root)
         return _render("tree", start=start, rules=self.rules.render())
 
-    def _call(self, level: int, i: int) -> str:
+    def _call(self, level: int, i: int) -> str | None:
+        """The rule for tool i at `level`, or None when its arguments admit no value here
+        (an enum narrowed to nothing, with no call that fits at this depth)."""
         if (level, i) in self._calls:
             return self._calls[(level, i)]
         name = f"c{level}_{i}"
@@ -261,7 +269,8 @@ class _TreeBuilder:
         self.rules.root = params
         args = self.rules.value(params, 0, hook, f"L{level}")
         if args is None:
-            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+            self._calls[(level, i)] = None
+            return None
         self.rules.define(name, _call_object("function", tool.qualified_name, "args", args))
         return name
 
@@ -273,7 +282,7 @@ class _TreeBuilder:
             self._fits[key] = None  # guard against self-reference while building
             callees = [i for i, t in enumerate(self.tools) if fits(schema, t.returns, root)]
             saved = self.rules.root
-            names = [self._call(level, i) for i in callees]
+            names = [n for n in (self._call(level, i) for i in callees) if n]
             self.rules.root = saved
             self._fits[key] = self.rules.add("fit", " | ".join(names)) if names else None
         return self._fits[key]

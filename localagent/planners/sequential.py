@@ -24,6 +24,7 @@ from localagent.planners.base import (
     replan_messages,
 )
 from localagent.planners.examples import choose_examples
+from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -59,16 +60,23 @@ class SequentialPlanner:
         self.tools = list(tools)
         self._piped = [piped(t) for t in self.tools]
 
-    def constraint(self) -> Constraint:
+    def tools_for(self, goal: str) -> list[ToolSpec]:
+        """The functions (input piped) as this goal's plan sees them (`mentions`)."""
+        if self.settings.techniques.mentions:
+            return anchor_to_goal(self._piped, goal)
+        return self._piped
+
+    def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
         t = self.settings.techniques
-        return sequential_plan(self._piped, max_steps=MAX_STEPS, bounds=BOUNDS,
-                               refs="backward" if t.backrefs else "any",
+        return sequential_plan(self._piped if tools is None else tools, max_steps=MAX_STEPS,
+                               bounds=BOUNDS, refs="backward" if t.backrefs else "any",
                                reasoning_chars=REASONING_CHARS if t.shows_reasoning else 0,
                                reasoning_steps=t.steps)
 
-    def messages(self, goal: str) -> list[Message]:
+    def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         t = self.settings.techniques
-        return sequential_prompt(goal, self.tools, choose_examples(goal, t),
+        shown = self.tools if tools is None else tools
+        return sequential_prompt(goal, shown, choose_examples(goal, t),
                                  reasoning=t.shows_reasoning)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
@@ -76,11 +84,12 @@ class SequentialPlanner:
              settings: PlannerSettings | None = None) -> PlannedSequence:
         """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
-        messages = self.messages(goal)
+        tools = self.tools_for(goal)
+        messages = self.messages(goal, tools if self.settings.techniques.mentions else None)
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
             self.llm, messages,
-            lambda text: parse_sequential(text, self._piped, max_steps=MAX_STEPS, refs=True),
-            settings or self.settings, log, constraint=self.constraint())
+            lambda text: parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True),
+            settings or self.settings, log, constraint=self.constraint(tools))
         return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

@@ -12,6 +12,8 @@ configuration; its `label` names it in benchmark keys and reports.
 |               |                    | functions (the grammar admits only their names)           |
 | similar       | tree, sequential   | few-shot examples picked by embedding similarity (Chroma) |
 |               |                    | from a library of solved plans, instead of fixed ones     |
+| mentions      | tree, sequential   | an enum argument may only take a value the goal names;    |
+|               |                    | otherwise it must be looked up (a nested call, a $k)      |
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
@@ -33,6 +35,7 @@ class Techniques:
     reasoning: bool = True
     steps: bool = False
     similar: bool = False
+    mentions: bool = False
     grounded: bool = False
     backrefs: bool = True
     replan: int = 0
@@ -47,8 +50,8 @@ class Techniques:
     @staticmethod
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
-        return Techniques(reasoning=False, steps=False, similar=False, grounded=False,
-                          backrefs=False, replan=0, vote=1)
+        return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
+                          grounded=False, backrefs=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

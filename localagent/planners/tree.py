@@ -23,6 +23,7 @@ from localagent.planners.base import (
     replan_messages,
 )
 from localagent.planners.examples import choose_examples
+from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -54,25 +55,33 @@ class TreePlanner:
     def reasoning(self) -> bool:
         return self.settings.techniques.shows_reasoning
 
-    def constraint(self) -> Constraint:
-        return tree_plan(self.tools, depth=self.depth, bounds=BOUNDS,
-                         reasoning_chars=REASONING_CHARS if self.reasoning else 0,
+    def tools_for(self, goal: str) -> list[ToolSpec]:
+        """The functions as this goal's plan sees them (narrowed by `mentions`)."""
+        if self.settings.techniques.mentions:
+            return anchor_to_goal(self.tools, goal)
+        return self.tools
+
+    def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
+        return tree_plan(self.tools if tools is None else tools, depth=self.depth,
+                         bounds=BOUNDS, reasoning_chars=REASONING_CHARS if self.reasoning else 0,
                          reasoning_steps=self.settings.techniques.steps)
 
-    def messages(self, goal: str) -> list[Message]:
+    def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         examples = choose_examples(goal, self.settings.techniques)
-        return tree_prompt(goal, self.tools, examples, reasoning=self.reasoning)
+        return tree_prompt(goal, self.tools if tools is None else tools, examples,
+                           reasoning=self.reasoning)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedTree | None = None, error: str = "",
              settings: PlannerSettings | None = None) -> PlannedTree:
         """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
-        messages = self.messages(goal)
+        tools = self.tools_for(goal)
+        messages = self.messages(goal, tools)
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
-            self.llm, messages, lambda text: parse_tree(text, self.tools, depth=self.depth),
-            settings or self.settings, log, constraint=self.constraint())
+            self.llm, messages, lambda text: parse_tree(text, tools, depth=self.depth),
+            settings or self.settings, log, constraint=self.constraint(tools))
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
                            log=log, text=log.raw[-1])

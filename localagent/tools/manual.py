@@ -66,6 +66,8 @@ def arg_label(name: str, schema: dict[str, Any], required: bool) -> str:
 def type_label(schema: dict[str, Any]) -> str:
     """A short human label for a JSON schema: 'string', 'list of number', 'one of "A", "B"'."""
     if "enum" in schema:
+        if not schema["enum"]:  # narrowed to nothing by the planner's `mentions` technique
+            return "the result of another function"
         return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
     if "const" in schema:
         return f"exactly {json.dumps(schema['const'])}"
