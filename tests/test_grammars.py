@@ -134,7 +134,13 @@ def test_unknown_return_type_fits_only_strings() -> None:
     assert not G.fits({"type": "number"}, {})
     assert G.fits({"type": "number"}, {"type": "integer"})
     assert not G.fits({"type": "integer"}, {"type": "number"})
-    assert not G.fits({"enum": ["a", "b"]}, {"type": "string"})
+    # an enum takes a call returning its values' type (the executor checks the value)
+    assert G.fits({"enum": ["a", "b"]}, {"type": "string"})
+    assert not G.fits({"enum": ["a", "b"]}, {"type": "number"})
+    assert not G.fits({"enum": ["a", "b"]}, {})
+    assert G.fits({"type": "number", "enum": [2, 250]}, {"type": "integer"})
+    assert G.fits({"type": "string", "enum": []}, {"type": "string"})  # narrowed to nothing
+    assert not G.fits({"const": 1}, {"type": "integer"})
 
 
 def test_tree_reasoning_wraps_the_plan() -> None:

@@ -228,3 +228,19 @@ def test_mentions_leave_only_named_keys_or_a_lookup(registry) -> None:
     only_invoice = [t for t in nothing if t.name == "GetInvoice"]
     with pytest.raises(ConstraintError):
         planner.constraint(only_invoice)
+
+
+def test_mentions_numbers_come_from_the_goal_or_constants(registry) -> None:
+    from localagent.planners.mentions import CONSTANTS, goal_numbers
+
+    assert goal_numbers("a 250 km trip at 3.5 l and 1,000 more") [:3] == [250, 3.5, 1000]
+    assert goal_numbers("no numbers") == list(CONSTANTS)
+    planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.parse("mentions")))
+    goal = "What is the invoice of company C plus 250?"
+    grammar = planner.constraint(planner.tools_for(goal))
+    stated = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
+                  value2=250)
+    invented = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
+                    value2=100000000000000)
+    assert matches(grammar, compact(stated)) and not matches(grammar, compact(invented))

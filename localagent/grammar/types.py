@@ -4,8 +4,11 @@ A nested call may stand where a parameter's type accepts the callee's return typ
 a number into a number, an integer into a number or an integer, anything into a string
 (the executor renders it as text), anything into an untyped (`{}`) parameter. A callee
 whose return schema is unknown (`{}`) fits only strings and untyped parameters: we cannot
-promise it yields a number. Enum and const parameters accept no calls (a call cannot
-promise one of the listed values).
+promise it yields a number. An enum parameter accepts a call that returns the type of its
+values (a string-returning lookup into a `Literal` of names): no grammar can promise the
+value is one of the listed ones, but without this a chain such as
+`GetSalary(name=GetDriver(vehicle="Ember"))` could never be planned; the executor checks
+the value when the call runs. A const parameter accepts no call.
 """
 
 from __future__ import annotations
@@ -48,15 +51,34 @@ def json_types(schema: Any, root: Schema | None = None, _depth: int = 0) -> set[
 def fits(param: Schema, returns: Schema, root: Schema | None = None) -> bool:
     """Whether a call returning `returns` may stand where `param` is expected."""
     p = json_types(param, root)
-    if "enum" in p:
-        return False
+    enum = "enum" in p or (not p and _enum_schema(param, root) is not None)
+    if enum:  # the call must return the very type of the values
+        p = _enum_value_types(param, root)
     r = json_types(returns)
-    if ANY in p or "string" in p:
+    if not enum and (ANY in p or "string" in p):
         return True
     if not r or ANY in r or "enum" in r:
         return False
     widened = set(p) | ({"integer"} if "number" in p else set())
     return r <= widened
+
+
+def _enum_schema(param: Any, root: Schema | None) -> Schema | None:
+    if isinstance(param, dict) and "$ref" in param and root is not None:
+        param = _resolve(param["$ref"], root)
+    return param if isinstance(param, dict) and "enum" in param else None
+
+
+def _enum_value_types(param: Schema, root: Schema | None) -> set[str]:
+    """The JSON types of an enum's values (and its declared type, for an empty enum)."""
+    schema = _enum_schema(param, root)
+    if schema is None:
+        return set()
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    types = {names.get(type(v), "enum") for v in schema["enum"]}
+    if isinstance(schema.get("type"), str):
+        types.add(schema["type"])
+    return types - {"enum"} if "enum" not in types else set()
 
 
 def _resolve(ref: str, root: Schema) -> Any:

@@ -6,7 +6,10 @@ Ember") is a guessed intermediate value: `Staff.GetSalary(name="Tomasz")` instea
 set of values (an enum: a `Literal` in the plugin), the planner's copy of the function
 keeps only the values the goal mentions; when the goal mentions none, no literal is left,
 so the grammar admits only a nested call (tree) or a step reference (sequential) there:
-the value must be looked up. Open strings and numbers are left alone.
+the value must be looked up. A number argument may be a number the goal states or one of
+a few everyday constants (`CONSTANTS`: 2 for an average, 100 for a percentage...), else it
+too must come from a call; this stops the "digit soup" of nested arithmetic on invented
+numbers. Open strings are left alone.
 """
 
 from __future__ import annotations
@@ -24,15 +27,38 @@ def mentioned(value: str, goal: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", goal.lower()) is not None
 
 
+CONSTANTS = (0, 1, 2, 3, 4, 5, 10, 12, 24, 60, 100, 1000)
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+
+
+def goal_numbers(goal: str) -> list[int | float]:
+    """The numbers `goal` states ("250 km", "3.5", "1,000" read as 1000), then CONSTANTS."""
+    found: list[int | float] = []
+    for text in _NUMBER.findall(goal):
+        text = text.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+", text) else (
+            text.replace(",", "."))
+        number = float(text)
+        found.append(int(number) if number.is_integer() else number)
+    return list(dict.fromkeys([*found, *CONSTANTS]))
+
+
 def _anchor(schema: Any, goal: str) -> Any:
-    enum = schema.get("enum") if isinstance(schema, dict) else None
-    if not enum or not all(isinstance(v, str) for v in enum):
+    if not isinstance(schema, dict):
         return schema
-    return {**schema, "enum": [v for v in enum if mentioned(v, goal)]}
+    enum = schema.get("enum")
+    if enum and all(isinstance(v, str) for v in enum):
+        return {**schema, "enum": [v for v in enum if mentioned(v, goal)]}
+    if enum is None and schema.get("type") in ("number", "integer"):
+        numbers = goal_numbers(goal)
+        if schema["type"] == "integer":
+            numbers = [n for n in numbers if isinstance(n, int)]
+        return {**schema, "enum": numbers}
+    return schema
 
 
 def anchor_to_goal(tools: Sequence[ToolSpec], goal: str) -> list[ToolSpec]:
-    """The tools with every top-level enum argument narrowed to the values `goal` names."""
+    """The tools with every top-level enum argument narrowed to the values `goal` names,
+    and every number argument to the goal's numbers and CONSTANTS."""
     out = []
     for tool in tools:
         props = tool.parameters.get("properties", {})
