@@ -244,3 +244,22 @@ def test_mentions_numbers_come_from_the_goal_or_constants(registry) -> None:
     invented = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
                     value2=100000000000000)
     assert matches(grammar, compact(stated)) and not matches(grammar, compact(invented))
+
+
+def test_react_mentions_keys_come_from_the_goal_or_observations(registry) -> None:
+    from localagent.planners.react import ReactPlanner
+
+    planner = ReactPlanner(ScriptedLLM([]), demo(registry),
+                           PlannerSettings(techniques=Techniques.parse("mentions")))
+    first = planner._step_tools("What is the invoice of company C plus 250?", [])
+    step = react_step(first)
+    assert matches(step, 'Thought: t\nAction: DemoPlugin.GetInvoice\nAction Input: '
+                         '{"company": "C"}')
+    assert not matches(step, 'Thought: t\nAction: DemoPlugin.GetInvoice\nAction Input: '
+                             '{"company": "A"}')
+    assert not matches(step, 'Thought: t\nAction: DemoPlugin.Total\nAction Input: '
+                             '{"value1": 20000, "value2": 250}')  # 20000 not seen yet
+    later = react_step(planner._step_tools("What is the invoice of company C plus 250?",
+                                           [20000]))
+    assert matches(later, 'Thought: t\nAction: DemoPlugin.Total\nAction Input: '
+                          '{"value1": 20000, "value2": 250}')

@@ -112,8 +112,8 @@ def _args_rules(rules: LarkRules, tools: Sequence[ToolSpec], prefix: str,
     for i, tool in enumerate(tools):
         rules.root = tool.parameters
         args = rules.value(tool.parameters, 0, None, "")
-        if args is None:
-            raise ConstraintError(f"{tool.qualified_name}: argument schema admits no value")
+        if args is None:  # e.g. an enum the planner narrowed to nothing: not callable now
+            continue
         names.append(rules.define(f"{prefix}_{i}", head(tool, args)))
     return names
 
@@ -306,12 +306,14 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
         heads = [] if final_only else _args_rules(rules, tools, "act", lambda t, a: (
             f"{lit('Action: ' + t.qualified_name + chr(10) + 'Action Input: ')} {a}"))
         actions = f"action: {' | '.join(heads)}" if heads else ""
+        if not heads and not final_only and not allow_final:
+            raise ConstraintError("no function can be called and no final answer is allowed")
         if allowed_finals:
             final = " | ".join(lit(" ".join(a.split())) for a in allowed_finals)
         else:
             final = _bounded_text(bounds.max_text)
         return _render("react", thought=_bounded_text(bounds.max_text),
-                       step="final" if final_only else (
+                       step="final" if final_only or not heads else (
                            "(action | final)" if allow_final else "action"),
                        actions=actions, final=final, rules=rules.render())
 

@@ -31,6 +31,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.grounding import asks_for_text, observed_values
+from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
 from localagent.tools.spec import ToolSpec
 
@@ -91,22 +92,25 @@ class ReactPlanner:
         self.reuse_cache, self.max_tokens = reuse_cache, max_tokens
 
     def next_step(self, prompt: str, final_only: bool, log: GenerationLog,
-                  finals: list[str] | None = None) -> ReactStep:
+                  finals: list[str] | None = None,
+                  tools: list[ToolSpec] | None = None) -> ReactStep:
         """The model's next step after `prompt` (the header plus the transcript so far).
 
         `finals`: with grounded answers, the values a Final Answer may restate ([]: none
         observed yet, so the step must act unless it is the last one); None: free text.
+        `tools`: the functions as this step may call them (narrowed by `mentions`).
         """
+        tools = self.tools if tools is None else tools
         if not self.reuse_cache and hasattr(self.llm, "reset_cache"):
             self.llm.reset_cache()
         if finals is not None and (finals or not final_only):
-            constraint = react_step(self.tools, final_only=final_only,
+            constraint = react_step(tools, final_only=final_only,
                                     allowed_finals=finals or None, allow_final=bool(finals))
         else:
-            constraint = react_step(self.tools, final_only=final_only)
+            constraint = react_step(tools, final_only=final_only)
 
         def parse(text: str) -> ReactStep:
-            step = parse_react(text, self.tools)
+            step = parse_react(text, tools)
             if final_only and self.settings.constrain and step.final_answer is None:
                 from localagent.errors import PlanValidationError
 
@@ -115,6 +119,14 @@ class ReactPlanner:
 
         return generate_checked(self.llm, prompt, parse, self.settings, log,
                                 constraint=constraint, stop=STOP, max_tokens=self.max_tokens)
+
+    def _step_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
+        """With `mentions`, keys and numbers of an action must come from the goal or from
+        an observation (ReAct has no nesting: a looked-up value is an observation)."""
+        if not self.settings.techniques.mentions:
+            return self.tools
+        seen = "\n".join(observation_text(v, None) for v in observed)
+        return anchor_to_goal(self.tools, f"{goal}\n{seen}")
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ReactOutcome:
@@ -127,7 +139,7 @@ class ReactPlanner:
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None
             step = self.next_step(prompt, final_only=i == max_iterations, log=out.log,
-                                  finals=finals)
+                                  finals=finals, tools=self._step_tools(goal, observed))
             prompt += step_text(step)
             if step.final_answer is not None:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))

@@ -12,8 +12,9 @@ configuration; its `label` names it in benchmark keys and reports.
 |               |                    | functions (the grammar admits only their names)           |
 | similar       | tree, sequential   | few-shot examples picked by embedding similarity (Chroma) |
 |               |                    | from a library of solved plans, instead of fixed ones     |
-| mentions      | tree, sequential   | an enum argument may only take a value the goal names;    |
-|               |                    | otherwise it must be looked up (a nested call, a $k)      |
+| mentions      | tree, sequential,  | enum and number arguments may only take values the goal   |
+|               | react              | states (react: or an observation shows); otherwise they   |
+|               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
