@@ -48,6 +48,7 @@ __all__ = [
 _LOCK = threading.Lock()
 _TOKENIZERS: dict[str, tuple[Any, Any]] = {}  # fingerprint -> (LLTokenizer, model kept alive)
 _MATCHERS: dict[tuple[str, str], Any] = {}  # (constraint key, fingerprint) -> pristine LLMatcher
+_CONTROL: dict[str, np.ndarray] = {}  # fingerprint -> ids of control tokens that are not EOS
 _BYTE_TOKENIZER: list[Any] = []
 
 
@@ -125,8 +126,6 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
     The llguidance tokenizer calls back into llama.cpp's tokenizer through the model's
     vocab pointer, so the cache also keeps that model object alive.
     """
-    from llguidance.llamacpp import lltokenizer_from_vocab
-
     # Keyed by the model object too: a closed or garbage-collected Llama frees its vocab,
     # and a tokenizer (or matcher) built on it would then read freed memory (a segfault
     # seen when a second Llama of the same file reused the first one's cache entry).
@@ -138,10 +137,85 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
             model = llama._model
             with warnings.catch_warnings():  # one deprecation warning per vocab entry
                 warnings.simplefilter("ignore", DeprecationWarning)
-                tok = lltokenizer_from_vocab(model.vocab, eos_token=_stop_tokens(llama))
+                tok = _lltokenizer(llama, _stop_tokens(llama))
             _TOKENIZERS[key] = (tok, model)
             _STATS.tokenizer_builds += 1
         return key, _TOKENIZERS[key][0]
+
+
+def control_tokens(llama: llama_cpp.Llama, key: str, keep: list[int]) -> np.ndarray:
+    """Ids of the vocabulary's control and user-defined tokens (`<|im_start|>`,
+    `<tool_call>`...) but `keep`.
+
+    Why: when a grammar forces bytes ("<tool_call>\n" with no other choice), llguidance's
+    mask let Qwen's single user-defined token `<tool_call>` through, and consuming it then
+    failed ("token doesn't satisfy the grammar"): a crash of the run. Grammars here are
+    written in text, so no such token other than end-of-sequence is ever wanted.
+    """
+    import llama_cpp
+
+    with _LOCK:
+        if key not in _CONTROL:
+            vocab = llama._model.vocab
+            user_defined = 16  # LLAMA_TOKEN_ATTR_USER_DEFINED: Qwen's <tool_call>
+            ids = [i for i in range(llama.n_vocab())
+                   if i not in keep and (llama_cpp.llama_vocab_is_control(vocab, i)
+                                         or llama_cpp.llama_vocab_get_attr(vocab, i)
+                                         & user_defined)]
+            _CONTROL[key] = np.asarray(ids, dtype=np.int64)
+        return _CONTROL[key]
+
+
+class _TextTokenizer:
+    """llama.cpp's tokenizer for llguidance, with special tokens read as plain text.
+
+    Why not `llguidance.llamacpp.lltokenizer_from_vocab`: it tokenizes forced bytes with
+    special tokens parsed, so a grammar that forces "<tool_call>" (no other choice left)
+    offered Qwen's single `<tool_call>` token, which the same matcher then rejected as
+    special ("token doesn't satisfy the grammar"). Here forced text tokenizes as text.
+    """
+
+    def __init__(self, llama: llama_cpp.Llama, eos: list[int]) -> None:
+        import llama_cpp
+
+        vocab = llama._model.vocab
+        buffer = ctypes.create_string_buffer(16 * 1024 + 1)
+        self.tokens: list[bytes] = []
+        for token in range(llama.n_vocab()):
+            n = llama_cpp.llama_token_to_piece(vocab, token, buffer, 16 * 1024, 0, True)
+            piece = bytes(buffer[:max(n, 0)])
+            attr = llama_cpp.llama_token_get_attr(vocab, token)
+            if attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or (
+                    attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+                    and piece.startswith(b"<") and piece.endswith(b">")):
+                piece = b"\xff" + piece  # llguidance's mark of a special token
+            self.tokens.append(piece)
+        self.eos_token_id = eos[0] if eos else llama.token_eos()
+        self.bos_token_id = llama.token_bos()
+        self.special_token_ids = [i for i, t in enumerate(self.tokens) if t[:1] == b"\xff"]
+        self._special = set(self.special_token_ids)
+        self._llama = llama
+
+    def __call__(self, text: bytes) -> list[int]:
+        ids = list(self._llama.tokenize(text, add_bos=False, special=False))
+        if not self._special.intersection(ids):
+            return ids
+        out: list[int] = []  # llama.cpp matches user-defined tokens even without `special`
+        for i in ids:
+            if i in self._special:
+                piece = self.tokens[i][1:]
+                out += self(piece[:1]) + self(piece[1:])
+            else:
+                out.append(i)
+        return out
+
+
+def _lltokenizer(llama: llama_cpp.Llama, eos: list[int]) -> llguidance.LLTokenizer:
+    import llguidance
+    from llguidance._tokenizer import TokenizerWrapper
+
+    return llguidance.LLTokenizer(TokenizerWrapper(_TextTokenizer(llama, eos)),
+                                  eos_token=eos or None)
 
 
 def _forget_closed_models() -> None:
@@ -168,8 +242,9 @@ def processor_for(constraint: Constraint, llama: llama_cpp.Llama) -> Constrained
         else:
             _STATS.cache_hits += 1
         matcher = pristine.deep_copy()
-    return ConstrainedProcessor(matcher, tokenizer.vocab_size, constraint,
-                                eos_ids=list(tokenizer.eos_tokens))
+    eos = list(tokenizer.eos_tokens)
+    return ConstrainedProcessor(matcher, tokenizer.vocab_size, constraint, eos_ids=eos,
+                                blocked=control_tokens(llama, key, eos))
 
 
 class ConstrainedProcessor:
@@ -181,9 +256,11 @@ class ConstrainedProcessor:
     """
 
     def __init__(self, matcher: Any, vocab_size: int, constraint: Constraint,
-                 *, eos_ids: list[int] | None = None) -> None:
+                 *, eos_ids: list[int] | None = None,
+                 blocked: np.ndarray | None = None) -> None:
         self._matcher = matcher
         self._eos = list(eos_ids or [])
+        self._blocked = blocked if blocked is not None else np.zeros(0, dtype=np.int64)
         self._vocab_size = vocab_size
         self.constraint = constraint
         self._bitmask = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
@@ -232,6 +309,9 @@ class ConstrainedProcessor:
         allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[:n]
         out = np.full(len(scores), -np.inf, dtype=scores.dtype)
         np.copyto(out[:n], scores[:n], where=allowed.view(bool))
+        out[self._blocked[self._blocked < n]] = -np.inf
+        if not np.isfinite(out).any():  # only a control token was allowed: end instead
+            return _only(scores, self._eos)
         return out
 
     @property
