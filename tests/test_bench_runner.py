@@ -17,7 +17,8 @@ from localagent.errors import UsageError
 from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
 from localagent.planners.techniques import Techniques
 
-DEFAULT = Techniques().label
+PLAIN = Techniques.plain()
+DEFAULT = PLAIN.label  # these tests script one plan per run: no re-planning, no narrowing
 
 SUITE_TEXT = """name: tiny
 tasks:
@@ -57,7 +58,7 @@ def suite(tmp_path: Path) -> Suite:
 
 
 def _specs(suite: Suite, models: tuple[str, ...] = ("m1",)) -> list[Any]:
-    return plan_runs(suite, ["tree"], list(models), [True, False], ["auto"], 1)
+    return plan_runs(suite, ["tree"], list(models), [True, False], ["auto"], 1, [PLAIN])
 
 
 def test_plan_runs_every_combination_once(suite: Suite) -> None:
@@ -202,7 +203,7 @@ def test_filtered_task_offers_the_best_tools(tmp_path: Path) -> None:
     path.write_text(SUITE_TEXT, encoding="utf-8")
     suite = load_suite(path).select(["many"])
     bench = Benchmark(suite, tmp_path / "out", load=Loader(), index_dir=tmp_path / "index")
-    specs = plan_runs(suite, ["tree"], ["m1"], [True], ["none", "max:4"], 1)
+    specs = plan_runs(suite, ["tree"], ["m1"], [True], ["none", "max:4"], 1, [PLAIN])
     assert bench.run(specs) == 2
     records = {r["filter"]: r for r in bench.results.records()}
     assert records["none"]["tools_offered"] == 8 and records["max4"]["tools_offered"] == 4

@@ -14,9 +14,12 @@ from localagent.plan import SequentialPlan, TreePlan
 from localagent.planners.base import PlannerSettings
 from localagent.planners.react import ReactPlanner
 from localagent.planners.sequential import SequentialPlanner
+from localagent.planners.techniques import Techniques
 from localagent.planners.tool_calling import ANSWER_ONLY, ToolCallingPlanner
 from localagent.planners.tree import TreePlanner
 from localagent.tools.registry import default_registry
+
+REASONING = PlannerSettings(techniques=Techniques.parse("reasoning"))
 
 
 def compact(value: object) -> str:
@@ -44,10 +47,10 @@ def registry():
 def test_tree_plan_parsed_and_executed(registry):
     llm = ScriptedLLM([compact({"reasoning": "totals then diff", "plan": INVOICE_PLAN})])
     specs = registry.specs()
-    planned = TreePlanner(llm, specs).plan("diff of totals")
+    planned = TreePlanner(llm, specs, REASONING).plan("diff of totals")
     assert isinstance(planned.plan, TreePlan)
     assert planned.reasoning == "totals then diff"
-    assert llm.requests[0].constraint == TreePlanner(llm, specs).constraint()
+    assert llm.requests[0].constraint == TreePlanner(llm, specs, REASONING).constraint()
     assert "{1,320}" in llm.requests[0].constraint.source  # reasoning not capped at 120
     assert Executor(registry).run_sync(planned.plan).value == 21100
 
@@ -74,7 +77,8 @@ def test_bounded_retries_raise_planning_error(registry):
 
 def test_unconstrained_passes_no_constraint(registry):
     llm = ScriptedLLM(["```json\n" + compact(INVOICE_PLAN) + "\n```"])
-    planned = TreePlanner(llm, registry.specs(), PlannerSettings(constrain=False)).plan("g")
+    settings = PlannerSettings(constrain=False, techniques=Techniques.plain())
+    planned = TreePlanner(llm, registry.specs(), settings).plan("g")
     assert llm.requests[0].constraint is None
     assert planned.plan.root.function == "DemoPlugin.Diff"
 

@@ -43,7 +43,7 @@ def demo(registry) -> list:
 
 def test_techniques_parse_label_and_reject_bad_specs() -> None:
     t = Techniques.parse("reasoning+replan=2")
-    assert (t.reasoning, t.replan, t.similar, t.vote) == (True, 2, False, 1)
+    assert (t.reasoning, t.replan, t.similar, t.vote, t.mentions) == (True, 2, False, 1, False)
     assert t.label == "reasoning+replan=2"
     assert Techniques.parse("plain").label == "plain"
     assert Techniques.parse("default") == Techniques()
@@ -93,8 +93,10 @@ def test_sequential_plan_with_references_runs(registry) -> None:
 # --- reasoning and examples -----------------------------------------------------------
 
 def test_reasoning_switch_changes_grammar_and_prompt(registry) -> None:
-    on = TreePlanner(ScriptedLLM([]), demo(registry))
-    off = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(techniques=Techniques.plain()))
+    on = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.parse("reasoning")))
+    off = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.plain()))
     assert '\\"reasoning\\"' in on.constraint().source
     assert "reasoning" not in off.constraint().source
     assert '"reasoning"' in on.messages("g")[1]["content"]
