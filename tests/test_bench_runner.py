@@ -217,4 +217,19 @@ def test_markdown_summary(suite: Suite, tmp_path: Path) -> None:
     write_summary(summarize(bench.results.records()), tmp_path / "out")
     lines = (tmp_path / "out" / "summary.md").read_text().splitlines()
     assert len(lines) == 4 and lines[1].count("---") == lines[0].count("|") - 1
-    assert f"| m1 | tree [{DEFAULT}] | yes | auto | 2 | 50% (1) |" in lines[3]
+    assert f"| m1 | tree ({DEFAULT}) | yes | auto | 2 | 50% (1) |" in lines[3]
+
+
+def test_table_shows_the_techniques_of_each_row() -> None:
+    """Rich reads "[mentions]" as markup and drops it: the label must survive rendering."""
+    import io
+
+    from rich.console import Console
+
+    from localagent.bench.report import table
+
+    record = {"model": "m1", "planner": "tree", "constrain": True, "filter": "none",
+              "techniques": "mentions+replan=2", "ok": True, "usage": {}, "seconds": 1.0}
+    out = io.StringIO()
+    Console(file=out, width=250).print(table(summarize([record])))
+    assert "tree (mentions+replan=2)" in out.getvalue()

@@ -62,7 +62,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[Row]:
     groups: dict[tuple[str, str, bool, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         mode = r.get("filter_mode") or r.get("filter", "none")
-        planner = r["planner"] + (f" [{r['techniques']}]" if r.get("techniques") else "")
+        planner = r["planner"] + (f" ({r['techniques']})" if r.get("techniques") else "")
         groups[(r["model"], planner, bool(r["constrain"]), mode)].append(r)
     return [_row(key, rs) for key, rs in sorted(groups.items())]
 
@@ -99,7 +99,7 @@ def by_category(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[
     out: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
     for r in records:
         model = str(r["model"]).split("-")[0]  # qwen2.5, smollm2...
-        tech = f" [{r['techniques']}]" if r.get("techniques") else ""
+        tech = f" ({r['techniques']})" if r.get("techniques") else ""
         column = f"{model} {r['planner']}{tech} {'c' if r['constrain'] else 'u'}"
         solved, runs = out[r.get("category") or "-"].get(column, (0, 0))
         out[r.get("category") or "-"][column] = (solved + bool(r.get("ok")), runs + 1)
@@ -228,7 +228,7 @@ def draw_chart(rows: Sequence[Row], path: Path) -> Path:
     ):
         for r in rows:
             x = r.prompt_evaluated + r.completion if attr == "tok" else r.seconds_mean
-            kind = r.planner.split(" ")[0]  # "tree [reasoning]" -> tree
+            kind = r.planner.split(" ")[0]  # "tree (reasoning)" -> tree
             color = f"C{list(markers).index(kind) if kind in markers else 4}"
             ax.scatter(
                 x,
