@@ -32,11 +32,12 @@ from localagent.errors import UsageError
 class Techniques:
     """Which techniques a planner uses; `Techniques.plain()` turns all off.
 
-    The default (`mentions+backrefs+replan=2`) is chosen from the generalisation-suite
-    measurements (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most,
-    re-planning costs tokens only when an execution fails, backrefs removes invalid
-    forward references by construction; free-text reasoning and grounded answers lost
-    ground on the default model, and vote=3 costs about 3x the tokens (over the 2x budget).
+    The default (`mentions+backrefs`) is chosen from the generalisation-suite measurements
+    (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most (+8 points for
+    the tree planner at 1.3x tokens), backrefs removed every forward-reference failure of
+    the sequential planner; re-planning gained nothing (+0 points: the corrected plans
+    failed too), free-text reasoning and grounded ReAct answers lost ground on the default
+    model, and vote=3 costs about 3x the tokens (over the 2x budget).
     """
 
     reasoning: bool = False
@@ -45,7 +46,7 @@ class Techniques:
     mentions: bool = True
     grounded: bool = False
     backrefs: bool = True
-    replan: int = 2
+    replan: int = 0
     vote: int = 1
 
     def __post_init__(self) -> None:
