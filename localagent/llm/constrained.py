@@ -46,9 +46,9 @@ __all__ = [
 ]
 
 _LOCK = threading.Lock()
-_TOKENIZERS: dict[str, tuple[Any, Any]] = {}  # fingerprint -> (LLTokenizer, model kept alive)
+# fingerprint -> (LLTokenizer, model kept alive, ids never sampled under a grammar)
+_TOKENIZERS: dict[str, tuple[Any, Any, np.ndarray]] = {}
 _MATCHERS: dict[tuple[str, str], Any] = {}  # (constraint key, fingerprint) -> pristine LLMatcher
-_CONTROL: dict[str, np.ndarray] = {}  # fingerprint -> ids of control tokens that are not EOS
 _BYTE_TOKENIZER: list[Any] = []
 
 
@@ -137,33 +137,16 @@ def tokenizer_for(llama: llama_cpp.Llama) -> tuple[str, llguidance.LLTokenizer]:
             model = llama._model
             with warnings.catch_warnings():  # one deprecation warning per vocab entry
                 warnings.simplefilter("ignore", DeprecationWarning)
-                tok = _lltokenizer(llama, _stop_tokens(llama))
-            _TOKENIZERS[key] = (tok, model)
+                text_tokenizer = _TextTokenizer(llama, _stop_tokens(llama))
+            _TOKENIZERS[key] = (_lltokenizer(text_tokenizer), model,
+                                text_tokenizer.never_sampled)
             _STATS.tokenizer_builds += 1
         return key, _TOKENIZERS[key][0]
 
 
-def control_tokens(llama: llama_cpp.Llama, key: str, keep: list[int]) -> np.ndarray:
-    """Ids of the vocabulary's control and user-defined tokens (`<|im_start|>`,
-    `<tool_call>`...) but `keep`.
-
-    Why: when a grammar forces bytes ("<tool_call>\n" with no other choice), llguidance's
-    mask let Qwen's single user-defined token `<tool_call>` through, and consuming it then
-    failed ("token doesn't satisfy the grammar"): a crash of the run. Grammars here are
-    written in text, so no such token other than end-of-sequence is ever wanted.
-    """
-    import llama_cpp
-
+def _never_sampled(key: str) -> np.ndarray:
     with _LOCK:
-        if key not in _CONTROL:
-            vocab = llama._model.vocab
-            user_defined = 16  # LLAMA_TOKEN_ATTR_USER_DEFINED: Qwen's <tool_call>
-            ids = [i for i in range(llama.n_vocab())
-                   if i not in keep and (llama_cpp.llama_vocab_is_control(vocab, i)
-                                         or llama_cpp.llama_vocab_get_attr(vocab, i)
-                                         & user_defined)]
-            _CONTROL[key] = np.asarray(ids, dtype=np.int64)
-        return _CONTROL[key]
+        return _TOKENIZERS[key][2]
 
 
 class _TextTokenizer:
@@ -173,6 +156,10 @@ class _TextTokenizer:
     special tokens parsed, so a grammar that forces "<tool_call>" (no other choice left)
     offered Qwen's single `<tool_call>` token, which the same matcher then rejected as
     special ("token doesn't satisfy the grammar"). Here forced text tokenizes as text.
+
+    The same scan of the vocabulary collects `never_sampled`: the control and
+    user-defined tokens but end-of-sequence. Grammars here are written in text, so no such
+    token is ever wanted, and llguidance's mask could still let one through.
     """
 
     def __init__(self, llama: llama_cpp.Llama, eos: list[int]) -> None:
@@ -181,19 +168,24 @@ class _TextTokenizer:
         vocab = llama._model.vocab
         buffer = ctypes.create_string_buffer(16 * 1024 + 1)
         self.tokens: list[bytes] = []
+        never: list[int] = []
         for token in range(llama.n_vocab()):
             n = llama_cpp.llama_token_to_piece(vocab, token, buffer, 16 * 1024, 0, True)
             piece = bytes(buffer[:max(n, 0)])
             attr = llama_cpp.llama_token_get_attr(vocab, token)
-            if attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL or (
-                    attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-                    and piece.startswith(b"<") and piece.endswith(b">")):
+            control = bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL)
+            user_defined = bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED)
+            if control or (user_defined and piece.startswith(b"<") and piece.endswith(b">")):
                 piece = b"\xff" + piece  # llguidance's mark of a special token
+            if (control or user_defined) and token not in eos:
+                never.append(token)
             self.tokens.append(piece)
+        self.eos = eos
         self.eos_token_id = eos[0] if eos else llama.token_eos()
         self.bos_token_id = llama.token_bos()
         self.special_token_ids = [i for i, t in enumerate(self.tokens) if t[:1] == b"\xff"]
         self._special = set(self.special_token_ids)
+        self.never_sampled = np.asarray(never, dtype=np.int64)
         self._llama = llama
 
     def __call__(self, text: bytes) -> list[int]:
@@ -210,17 +202,17 @@ class _TextTokenizer:
         return out
 
 
-def _lltokenizer(llama: llama_cpp.Llama, eos: list[int]) -> llguidance.LLTokenizer:
+def _lltokenizer(text_tokenizer: _TextTokenizer) -> llguidance.LLTokenizer:
     import llguidance
     from llguidance._tokenizer import TokenizerWrapper
 
-    return llguidance.LLTokenizer(TokenizerWrapper(_TextTokenizer(llama, eos)),
-                                  eos_token=eos or None)
+    eos = text_tokenizer.eos
+    return llguidance.LLTokenizer(TokenizerWrapper(text_tokenizer), eos_token=eos or None)
 
 
 def _forget_closed_models() -> None:
     """Drop tokenizers and compiled matchers of models that were closed (freed vocab)."""
-    dead = {k for k, (_, model) in _TOKENIZERS.items() if getattr(model, "model", None) is None}
+    dead = {k for k, (_, model, _) in _TOKENIZERS.items() if getattr(model, "model", None) is None}
     for k in dead:
         del _TOKENIZERS[k]
     for cache_key in [c for c in _MATCHERS if c[1] in dead]:
@@ -244,7 +236,7 @@ def processor_for(constraint: Constraint, llama: llama_cpp.Llama) -> Constrained
         matcher = pristine.deep_copy()
     eos = list(tokenizer.eos_tokens)
     return ConstrainedProcessor(matcher, tokenizer.vocab_size, constraint, eos_ids=eos,
-                                blocked=control_tokens(llama, key, eos))
+                                blocked=_never_sampled(key))
 
 
 class ConstrainedProcessor:
