@@ -137,10 +137,7 @@ def select_specs(
     few = (options.relevancy_threshold is None and options.max_relevant_functions is not None
            and len(specs) <= options.max_relevant_functions)
     if not options.active or few:  # nothing to rank: no need for the embedding index
-        from localagent.retrieval.filter import _matches
-
-        return [s for s in specs if s.plugin not in options.excluded_plugins
-                and not _matches(s, options.excluded_functions)]
+        return [s for s in specs if options.allows(s)]
     from localagent.retrieval import filter_tools
 
     if index is None:

@@ -63,6 +63,11 @@ class FilterOptions:
         """Whether semantic filtering was asked for (a threshold or a count)."""
         return self.relevancy_threshold is not None or self.max_relevant_functions is not None
 
+    def allows(self, spec: ToolSpec) -> bool:
+        """Whether `spec` survives the exclusions (before any similarity ranking)."""
+        return spec.plugin not in self.excluded_plugins and not _matches(
+            spec, self.excluded_functions)
+
 
 @dataclass(frozen=True)
 class ScoredTool:
@@ -126,11 +131,7 @@ def filter_tools(
     """
     _check_unique(specs)
     _check_known(specs, options)
-    allowed = [
-        s
-        for s in specs
-        if s.plugin not in options.excluded_plugins and not _matches(s, options.excluded_functions)
-    ]
+    allowed = [s for s in specs if options.allows(s)]
     if not allowed:
         return []
     index.sync(specs, prune=False)
