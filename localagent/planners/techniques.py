@@ -69,13 +69,13 @@ class Techniques:
     @property
     def label(self) -> str:
         """`plain`, or the switches that are on joined by `+` (`reasoning+replan=2`)."""
+        plain = Techniques.plain()
         on = []
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, bool) and value:
-                on.append(f.name)
-            elif not isinstance(value, bool) and value != (1 if f.name == "vote" else 0):
-                on.append(f"{f.name}={value}")
+            if value == getattr(plain, f.name):
+                continue
+            on.append(f.name if isinstance(value, bool) else f"{f.name}={value}")
         return "+".join(on) or "plain"
 
     @staticmethod
