@@ -48,10 +48,22 @@ def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch
     assert data["answer"] == 6700
 
 
-@pytest.mark.parametrize("command", ["run", "plan"])
-def test_help_has_an_example(command):
-    result = runner.invoke(app, [command, "--help"])
-    assert result.exit_code == 0 and "Example" in result.output
+def _command_paths(group, prefix=()):
+    """Every command and group of the CLI, as argument lists (`["tools", "index"]`)."""
+    import typer.main
+
+    click_group = typer.main.get_command(group) if not prefix else group
+    yield list(prefix)
+    for name, command in getattr(click_group, "commands", {}).items():
+        yield from _command_paths(command, (*prefix, name))
+
+
+def test_every_command_help_has_an_example():
+    paths = list(_command_paths(app))
+    assert ["tools", "index"] in paths and ["run"] in paths and len(paths) > 12
+    missing = [p for p in paths
+               if "Example" not in runner.invoke(app, [*p, "--help"]).output]
+    assert not missing, missing
 
 
 def test_run_json_answer(scripted):

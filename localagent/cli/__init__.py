@@ -10,7 +10,8 @@ import typer
 
 app = typer.Typer(
     name="localagent",
-    help="Plan and act with local GGUF models, fully offline.",
+    help=("Plan and act with local GGUF models, fully offline.\n\n"
+          "Example: localagent run \"What is the weather in Paris?\" --planner react"),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -61,6 +61,8 @@ def index_command(
     """Embed the descriptions of the available functions into the tool index.
 
     Only new and changed functions are embedded; functions no longer available are removed.
+
+    Example: localagent tools index --plugins my_tools.py
     """
     from localagent.retrieval.index import ToolIndex
 
@@ -78,7 +80,10 @@ def search_command(
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
 ) -> None:
-    """Show the functions closest in meaning to QUERY, with their similarity scores."""
+    """Show the functions closest in meaning to QUERY, with their similarity scores.
+
+    Example: localagent tools search "convert euros to dollars" --top-k 5
+    """
     from rich.table import Table
 
     from localagent.retrieval.index import ToolIndex
