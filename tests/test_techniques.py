@@ -265,3 +265,79 @@ def test_react_mentions_keys_come_from_the_goal_or_observations(registry) -> Non
                                            [20000]))
     assert matches(later, 'Thought: t\nAction: DemoPlugin.Total\nAction Input: '
                           '{"value1": 20000, "value2": 250}')
+
+
+# --- cover: no answer before every value the goal names was used -----------------------
+
+BET = ("I bet my friend 100 EUR that it would rain in Athens today. If I won, how many USD "
+       "is that?")
+
+
+def bet_tools(registry) -> list:
+    return [registry.spec(n) for n in ("WeatherPlugin.DidItRainToday",
+                                       "CurrencyPlugin.ConvertCurrency")]
+
+
+def test_named_values_match_whole_words_and_short_values_by_case(registry) -> None:
+    from localagent.planners.coverage import named_values, pending, tools_taking
+
+    tools = demo(registry)
+    assert named_values("the total of company C, F and of company A, E", tools) == [
+        "A", "C", "E", "F"]
+    assert named_values("What is a good total of company C?", tools) == ["C"]  # not "a"
+    named = named_values(BET, bet_tools(registry))
+    assert {"Athens", "EUR", "USD"} == set(named)
+    left = pending(named, [{"amount": 100, "from_currency": "EUR", "to_currency": "USD"}])
+    assert left == ["Athens"]
+    assert [t.qualified_name for t in tools_taking(bet_tools(registry), left)] == [
+        "WeatherPlugin.DidItRainToday"]
+
+
+def test_cover_tool_calling_must_look_up_the_named_city_before_answering(registry) -> None:
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    def tc(name: str, **args: object) -> str:
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+    tools = bet_tools(registry)
+    llm = ScriptedLLM([
+        tc("CurrencyPlugin.ConvertCurrency", amount=100, from_currency="EUR",
+           to_currency="USD"),
+        tc("WeatherPlugin.DidItRainToday", city="Athens"),
+        "You won 108.0 USD.",
+    ])
+    planner = ToolCallingPlanner(llm, tools, PlannerSettings(
+        techniques=Techniques.parse("cover")))
+    out = planner.run(BET, Executor(registry), max_iterations=4)
+    assert out.answer == "You won 108.0 USD."
+    second, third = llm.requests[1].constraint, llm.requests[2].constraint
+    assert not matches(second, "108.0")  # Athens not looked up yet: no answer
+    assert not matches(second, tc("CurrencyPlugin.ConvertCurrency", amount=100,
+                                  from_currency="EUR", to_currency="USD"))
+    assert matches(second, tc("WeatherPlugin.DidItRainToday", city="Athens"))
+    assert matches(third, "108.0")  # every named value used: answering is open again
+    plain = ToolCallingPlanner(ScriptedLLM([]), tools)
+    assert plain.settings.techniques.cover is False
+
+
+def test_cover_react_forbids_the_final_answer_until_the_named_city_was_used(registry) -> None:
+    from localagent.planners.react import ReactPlanner
+
+    llm = ScriptedLLM([
+        ('Thought: convert\nAction: CurrencyPlugin.ConvertCurrency\nAction Input: '
+        '{"amount": 100, "from_currency": "EUR", "to_currency": "USD"}'),
+        ('Thought: weather\nAction: WeatherPlugin.DidItRainToday\nAction Input: '
+        '{"city": "Athens"}'),
+        "Thought: done\nFinal Answer: 108.0",
+    ])
+    planner = ReactPlanner(llm, bet_tools(registry), PlannerSettings(
+        techniques=Techniques.parse("cover")))
+    out = planner.run(BET, Executor(registry), max_iterations=4)
+    assert out.answer == "108.0"
+    assert not matches(llm.requests[1].constraint, "Thought: t\nFinal Answer: 108.0")
+    assert matches(llm.requests[2].constraint, "Thought: t\nFinal Answer: 108.0")
+    # on the last allowed step the answer is admitted whatever is pending
+    last = ScriptedLLM(["Thought: t\nFinal Answer: 108.0"])
+    ReactPlanner(last, bet_tools(registry), PlannerSettings(
+        techniques=Techniques.parse("cover"))).run(BET, Executor(registry), max_iterations=1)
+    assert matches(last.requests[0].constraint, "Thought: t\nFinal Answer: 108.0")

@@ -81,7 +81,8 @@ def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
 
 TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
-    "(reasoning, similar, grounded, backrefs, replan=N, vote=K); see README.")
+    "(reasoning, steps, similar, mentions, grounded, cover, backrefs, replan=N, vote=K); "
+    "see README.")
 
 
 def _show_tools(agent: Any, goal: str) -> None:

@@ -30,6 +30,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
+from localagent.planners.coverage import named_values, pending, tools_taking
 from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
@@ -93,17 +94,20 @@ class ReactPlanner:
 
     def next_step(self, prompt: str, final_only: bool, log: GenerationLog,
                   finals: list[str] | None = None,
-                  tools: list[ToolSpec] | None = None) -> ReactStep:
+                  tools: list[ToolSpec] | None = None, must_act: bool = False) -> ReactStep:
         """The model's next step after `prompt` (the header plus the transcript so far).
 
         `finals`: with grounded answers, the values a Final Answer may restate ([]: none
         observed yet, so the step must act unless it is the last one); None: free text.
         `tools`: the functions as this step may call them (narrowed by `mentions`).
+        `must_act`: no Final Answer in this step (unless it is the last one: `cover`).
         """
         tools = self.tools if tools is None else tools
         if not self.reuse_cache and hasattr(self.llm, "reset_cache"):
             self.llm.reset_cache()
-        if finals is not None and (finals or not final_only):
+        if must_act and not final_only:
+            constraint = react_step(tools, allow_final=False)
+        elif finals is not None and (finals or not final_only):
             constraint = react_step(tools, final_only=final_only,
                                     allowed_finals=finals or None, allow_final=bool(finals))
         else:
@@ -135,11 +139,16 @@ class ReactPlanner:
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.settings.techniques.grounded and not asks_for_text(goal)
+        named = named_values(goal, self.tools) if self.settings.techniques.cover else []
         observed: list[Any] = []
+        called: list[dict[str, Any]] = []
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None
+            step_tools = self._step_tools(goal, observed)
+            must_call = tools_taking(step_tools, pending(named, called))
             step = self.next_step(prompt, final_only=i == max_iterations, log=out.log,
-                                  finals=finals, tools=self._step_tools(goal, observed))
+                                  finals=finals, tools=must_call or step_tools,
+                                  must_act=bool(must_call))
             prompt += step_text(step)
             if step.final_answer is not None:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
@@ -148,6 +157,7 @@ class ReactPlanner:
                 return out
             assert step.action is not None
             call = call_from_dict({"function": step.action.function, "args": step.action.args})
+            called.append(step.action.args)
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)
             error = result.error.message if result.error else None

@@ -16,6 +16,8 @@ configuration; its `label` names it in benchmark keys and reports.
 |               | react              | states (react: or an observation shows); otherwise they   |
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
+| cover         | react, tools       | no answer until every enum value the goal names (a city,  |
+|               |                    | a company) was passed to some call (see coverage.py)      |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
@@ -45,6 +47,7 @@ class Techniques:
     similar: bool = False
     mentions: bool = True
     grounded: bool = False
+    cover: bool = False
     backrefs: bool = True
     replan: int = 0
     vote: int = 1
@@ -59,7 +62,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, backrefs=False, replan=0, vote=1)
+                          grounded=False, cover=False, backrefs=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

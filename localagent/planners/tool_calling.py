@@ -30,6 +30,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
+from localagent.planners.coverage import named_values, pending, tools_taking
 from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
@@ -111,16 +112,20 @@ class ToolCallingPlanner:
         self.schemas = openai_tools(self.tools)
 
     def next_turn(self, messages: Sequence[Message], last: bool,
-                  log: GenerationLog, answers: list[str] | None = None) -> ToolCallTurn:
+                  log: GenerationLog, answers: list[str] | None = None,
+                  must_call: Sequence[ToolSpec] = ()) -> ToolCallTurn:
         """The model's next turn. `answers`: with grounded answers, the values a text answer
         may restate ([]: none observed yet, so the turn must call a tool unless it is the
-        last); None: free text."""
+        last); None: free text. `must_call`: with `cover`, the turn must call one of these
+        (they take a value the goal names that no call used yet), unless it is the last."""
         if last:
             constraint = answer_choice(answers) if answers else ANSWER_ONLY
         else:
             constraint = tool_call_turn(
-                self.tools, max_calls=MAX_CALLS_PER_TURN, bounds=Bounds(max_text=400),
-                allow_answer=answers is None or bool(answers), allowed_answers=answers or None)
+                list(must_call) or self.tools, max_calls=MAX_CALLS_PER_TURN,
+                bounds=Bounds(max_text=400),
+                allow_answer=not must_call and (answers is None or bool(answers)),
+                allowed_answers=answers or None)
 
         def parse(text: str) -> ToolCallTurn:
             turn = parse_tool_calls(wrap_bare_calls(text), self.tools,
@@ -140,11 +145,14 @@ class ToolCallingPlanner:
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.settings.techniques.grounded and not asks_for_text(goal)
+        named = named_values(goal, self.tools) if self.settings.techniques.cover else []
         observed: list[Any] = []
+        called: list[dict[str, Any]] = []
         for i in range(1, max_iterations + 1):
             answers = observed_values(observed) if grounded else None
+            must_call = tools_taking(self.tools, pending(named, called))
             turn = self.next_turn(messages, last=i == max_iterations, log=out.log,
-                                  answers=answers)
+                                  answers=answers, must_call=must_call)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))
@@ -156,6 +164,7 @@ class ToolCallingPlanner:
             calls = [call_from_dict({"function": c.function, "args": c.args})
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
+            called += [c.args for c in turn.calls]
             observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)

@@ -1,0 +1,101 @@
+"""The `cover` technique: no answer before every value the goal names was looked up.
+
+Why: in a ReAct or tool-calling loop a 0.5B model answers after the first call that looks
+useful and skips the rest of the goal. On "I bet 100 EUR that it would rain in Athens
+today. If I won, how many USD is that?" it converts the money and answers 108 without ever
+looking at Athens' weather. The values a goal names say which lookups the goal needs:
+values of the tools' closed sets (an enum: a company, a currency) and proper names (a
+capitalised word inside a sentence: "Athens", "Furina"), which a function with a free
+text argument may take. While one of them has not appeared in any call, the grammar admits
+no answer and offers only the functions that could take it. The model still chooses the
+function and the arguments; on the last allowed step any answer is admitted.
+
+A value of one or two characters ("A", the company) must appear in the goal with the same
+case, so that the article "a" does not count as naming company A.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from localagent.planners.mentions import mentioned
+from localagent.tools.spec import ToolSpec
+
+SHORT = 2  # values this short must match the goal's case
+
+
+_NAME = re.compile(r"(?<=[a-z0-9,;:'\")] )[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
+
+
+def proper_names(goal: str) -> list[str]:
+    """Capitalised words (or runs of them) inside a sentence: "Athens", "New York"; not
+    the first word of a sentence, not "I", and not all-capital codes (EUR: those are
+    enum values where a tool knows them)."""
+    names = [m.group(0).removesuffix("'s") for m in _NAME.finditer(goal)]
+    return list(dict.fromkeys(n for n in names if n != "I" and not n.isupper()))
+
+
+def _free_text(tool: ToolSpec) -> bool:
+    return any(isinstance(s, dict) and s.get("type") == "string" and "enum" not in s
+               for s in tool.parameters.get("properties", {}).values())
+
+
+def _enum_values(tool: ToolSpec) -> list[str]:
+    out: list[str] = []
+    for schema in tool.parameters.get("properties", {}).values():
+        enum = schema.get("enum") if isinstance(schema, dict) else None
+        if enum and all(isinstance(v, str) for v in enum):
+            out += enum
+    return out
+
+
+def _names(value: str, goal: str) -> bool:
+    if len(value) <= SHORT:
+        return mentioned(value, goal) and value in goal
+    return mentioned(value, goal)
+
+
+def named_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The enum values of the tools' arguments that `goal` names (in the tools' order),
+    then the goal's other proper names when some tool takes free text."""
+    values = dict.fromkeys(v for t in tools for v in _enum_values(t))
+    named = [v for v in values if _names(v, goal)]
+    if any(_free_text(t) for t in tools):
+        lowered = {v.lower() for v in named}
+        named += [n for n in proper_names(goal) if n.lower() not in lowered]
+    return named
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value.strip().lower()
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def pending(named: Sequence[str], calls_args: Iterable[dict[str, Any]]) -> list[str]:
+    """The named values that no call so far passed as an argument (a text argument that
+    holds the value, or most of it, counts: "Silent River" for "The Silent River")."""
+    used = {s for args in calls_args for s in _strings(args)}
+
+    def covered(value: str) -> bool:
+        v = value.lower()
+        return any(v == s or (len(v) > SHORT and v in s) or (len(s) > SHORT and s in v)
+                   for s in used)
+
+    return [v for v in named if not covered(v)]
+
+
+def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolSpec]:
+    """The tools that could take one of `values`: an enum argument that admits it, or
+    (for a value no enum knows) a free text argument."""
+    enums = {v for t in tools for v in _enum_values(t)}
+    wanted, free = set(values) & enums, set(values) - enums
+    return [t for t in tools if wanted.intersection(_enum_values(t)) or (
+        free and _free_text(t))]
