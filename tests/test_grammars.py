@@ -270,3 +270,7 @@ def test_free_text_excludes_emoji_so_characters_bound_tokens() -> None:
     assert not matches(c, "Thought: done\nFinal Answer: " + "x" * 161)
     turn = G.tool_call_turn(TOOLS)
     assert not matches(turn, "<b>bold</b>")  # an answer never starts like a call
+    assert matches(turn, "It rained: you won 108.0 USD.")
+    for call_text in ('>{"name": "A.B", "arguments": {}}', 'Call it: {"name": "A.B"}',
+                      "Use `A.B`", "see <tool_call>"):  # nor holds call text anywhere
+        assert not matches(turn, call_text), call_text

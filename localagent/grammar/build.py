@@ -335,11 +335,12 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
             call_format.name_key, t.qualified_name, call_format.args_key, a))
         calls = (f"call ({lit(call_format.separator)} call){{0,{max_calls - 1}}}"
                  if max_calls > 1 else "call")
-        # The answer may not start like a call (nor like a bare JSON call or a ```json
-        # fenced one, which small models write instead of the wrapper), so the two
-        # alternatives never overlap.
-        first = FIRST_CHAR[:-1] + "&&[^" + _rx_escape(call_format.open[:1] or "<") + "{`]]"
-        answer = f"/{first}(?:{TEXT_CHAR}|\\n){{0,{bounds.max_text - 1}}}/"
+        # The answer holds no character a call is written with (the wrapper's first
+        # character, braces, angle brackets, backticks): small models write a malformed
+        # call as "text" (a bare JSON call, a ```json fence, ">{"name": ...}"), which
+        # would end the loop with call text as the answer. So the two alternatives never
+        # overlap, and a call can only be written as a call.
+        answer = _answer_regex(bounds.max_text, call_format.open[:1])
         if allowed_answers:
             answer = " | ".join(lit(a) for a in allowed_answers)
         return _render("tool_call", start="calls | answer" if allow_answer else "calls",
@@ -347,6 +348,19 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
                        bodies=" | ".join(heads), answer=answer, rules=rules.render())
 
     return _cached("tool_call", tools, options, build)
+
+
+def _answer_regex(max_text: int, call_open: str = "<") -> str:
+    """A text answer of at most `max_text` characters with no call character in it."""
+    banned = "&&[^" + _rx_escape(call_open or "<") + "<>{}`]]"
+    first, rest = FIRST_CHAR[:-1] + banned, TEXT_CHAR[:-1] + banned
+    return f"/{first}(?:{rest}|\\n){{0,{max_text - 1}}}/"
+
+
+def text_answer(max_text: int = 400) -> Constraint:
+    """Only a text answer, written as `tool_call_turn` admits it (the last turn)."""
+    return Constraint(kind="lark", source="start: " + _answer_regex(max_text),
+                      name="text-answer")
 
 
 def _call_object(name_key: str, name: str, args_key: str, args_rule: str) -> str:

@@ -17,11 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from localagent.constraint import Constraint
 from localagent.errors import PlanValidationError
 from localagent.executor import ExecutionResult, Executor
 from localagent.grammar.jsonlark import Bounds
-from localagent.grammars import ToolCallTurn, parse_tool_calls, tool_call_turn
+from localagent.grammars import ToolCallTurn, parse_tool_calls, text_answer, tool_call_turn
 from localagent.llm.base import LLM, Message
 from localagent.plan import call_from_dict
 from localagent.planners.base import (
@@ -37,7 +36,7 @@ from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
 MAX_CALLS_PER_TURN = 4
-ANSWER_ONLY = Constraint(kind="regex", source=r"[^<\s][^\x00]{0,399}", name="text-answer")
+ANSWER_ONLY = text_answer(400)
 
 
 @dataclass(frozen=True)
