@@ -20,7 +20,6 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from localagent.planners.mentions import mentioned
 from localagent.tools.spec import ToolSpec
 
 SHORT = 2  # values this short must match the goal's case
@@ -51,21 +50,22 @@ def _enum_values(tool: ToolSpec) -> list[str]:
     return out
 
 
-def _names(value: str, goal: str) -> bool:
-    if len(value) <= SHORT:
-        return mentioned(value, goal) and value in goal
-    return mentioned(value, goal)
+def _position(value: str, goal: str) -> int | None:
+    """Where `goal` names `value` (None: it does not)."""
+    flags = 0 if len(value) <= SHORT else re.IGNORECASE
+    found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", goal, flags)
+    return found.start() if found else None
 
 
 def named_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
-    """The enum values of the tools' arguments that `goal` names (in the tools' order),
-    then the goal's other proper names when some tool takes free text."""
+    """The enum values of the tools' arguments that `goal` names and, when some tool
+    takes free text, the goal's other proper names; in the order the goal names them."""
     values = dict.fromkeys(v for t in tools for v in _enum_values(t))
-    named = [v for v in values if _names(v, goal)]
     if any(_free_text(t) for t in tools):
-        lowered = {v.lower() for v in named}
-        named += [n for n in proper_names(goal) if n.lower() not in lowered]
-    return named
+        lowered = {v.lower() for v in values}
+        values.update(dict.fromkeys(n for n in proper_names(goal) if n.lower() not in lowered))
+    found = {v: _position(v, goal) for v in values}
+    return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
 
 
 def _strings(value: Any) -> Iterable[str]:
