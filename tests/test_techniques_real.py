@@ -79,3 +79,21 @@ def test_grounded_tool_calling_calls_before_it_answers(default_llm) -> None:
     observed = {json.dumps(c["result"]) for s in result.steps for c in s["calls"]
                 if c["error"] is None}
     assert result.answer is None or result.answer in observed, result.to_dict()
+
+
+def test_cover_tool_calling_looks_up_the_named_city_before_answering(default_llm) -> None:
+    """The bet goal names Athens; without `cover` the default model converted the money
+    and answered without any weather call (docs/BENCHMARKS.md). With it, no answer is
+    admitted until some call took "Athens"."""
+    from localagent.tools.examples import CurrencyPlugin, WeatherPlugin
+
+    goal = ("I bet my friend 100 EUR that it would rain in Athens today. If I won, how many "
+            "USD is that?")
+    result = agent(default_llm, "cover", WeatherPlugin("rain"), CurrencyPlugin).run(
+        goal, planner="tools", max_iterations=4)
+    calls = [c for s in result.steps for c in s.get("calls", [])]
+    athens = [c for c in calls if c["args"].get("city") == "Athens"]
+    assert athens and athens[0]["function"].startswith("WeatherPlugin."), result.to_dict()
+    answered = [s for s in result.steps if s.get("answer") is not None]
+    assert not answered or result.steps.index(answered[0]) > result.steps.index(
+        next(s for s in result.steps if athens[0] in s.get("calls", []))), result.to_dict()
