@@ -11,7 +11,11 @@ no answer and offers only the functions that could take it. The model still choo
 function and the arguments; on the last allowed step any answer is admitted.
 
 A value of one or two characters ("A", the company) must appear in the goal with the same
-case, so that the article "a" does not count as naming company A.
+case, so that the article "a" does not count as naming company A. A goal that asks for
+free text (write, translate...: `grounding.asks_for_text`) is exempt: its capitalised
+words ("French", "Shakespeare") describe the text rather than name things to look up.
+Known cost: a goal that names something no function takes ("in Celsius") keeps the loop
+calling until the last allowed step, where any answer is admitted again.
 """
 
 from __future__ import annotations

@@ -139,7 +139,8 @@ class ReactPlanner:
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.settings.techniques.grounded and not asks_for_text(goal)
-        named = named_values(goal, self.tools) if self.settings.techniques.cover else []
+        cover = self.settings.techniques.cover and not asks_for_text(goal)
+        named = named_values(goal, self.tools) if cover else []
         observed: list[Any] = []
         called: list[dict[str, Any]] = []
         for i in range(1, max_iterations + 1):
