@@ -157,9 +157,12 @@ class _TextTokenizer:
     offered Qwen's single `<tool_call>` token, which the same matcher then rejected as
     special ("token doesn't satisfy the grammar"). Here forced text tokenizes as text.
 
-    The same scan of the vocabulary collects `never_sampled`: the control and
-    user-defined tokens but end-of-sequence. Grammars here are written in text, so no such
-    token is ever wanted, and llguidance's mask could still let one through.
+    The same scan of the vocabulary collects `never_sampled`: the control tokens and the
+    user-defined markup tokens (`<tool_call>`), but end-of-sequence. Grammars here are
+    written in text, so no such token is ever wanted, and llguidance's mask could still
+    let one through. Other user-defined tokens are text and stay: Gemma's newline and
+    whitespace tokens are user-defined, and blocking them left a grammar that required
+    "\n" with no token to write it (every Gemma ReAct step stopped mid-line).
     """
 
     def __init__(self, llama: llama_cpp.Llama, eos: list[int]) -> None:
@@ -174,11 +177,12 @@ class _TextTokenizer:
             piece = bytes(buffer[:max(n, 0)])
             attr = llama_cpp.llama_token_get_attr(vocab, token)
             control = bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL)
-            user_defined = bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED)
-            if control or (user_defined and piece.startswith(b"<") and piece.endswith(b">")):
+            markup = bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED) and (
+                piece.startswith(b"<") and piece.endswith(b">"))
+            if control or markup:
                 piece = b"\xff" + piece  # llguidance's mark of a special token
-            if (control or user_defined) and token not in eos:
-                never.append(token)
+                if token not in eos:
+                    never.append(token)
             self.tokens.append(piece)
         self.eos = eos
         self.eos_token_id = eos[0] if eos else llama.token_eos()
