@@ -68,6 +68,18 @@ def test_truncated_then_invalid_then_valid_is_retried(registry):
     assert llm.requests[1].max_tokens == 20  # doubled after the truncation
 
 
+def test_two_truncations_in_a_row_make_the_last_attempt_sample(registry):
+    """A greedy loop inside the grammar's bounds repeats itself at any budget (seen on
+    gemma-3-270m writing digits): after two truncations the next attempt samples."""
+    long_text = "{" + " word" * 50
+    good = compact({"reasoning": "x", "plan": call("DemoPlugin.Total", value1=1, value2=2)})
+    llm = ScriptedLLM([long_text, long_text, good])
+    planned = TreePlanner(llm, registry.specs(), PlannerSettings(max_tokens=10)).plan("g")
+    assert planned.plan.root.function == "DemoPlugin.Total"
+    assert [r.temperature for r in llm.requests] == [0.0, 0.0, 0.7]
+    assert [r.max_tokens for r in llm.requests] == [10, 20, 40]
+
+
 def test_bounded_retries_raise_planning_error(registry):
     llm = ScriptedLLM(["not json"] * 3)
     with pytest.raises(PlanningError, match="3 attempts"):

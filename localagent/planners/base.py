@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from localagent.tools.spec import ToolSpec
 
 T = TypeVar("T")
+TRUNCATION_TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True)
@@ -80,14 +81,20 @@ def generate_checked(
     `prompt` is text (completion) or chat messages (rendered with the model's template).
     Retries use seed + attempt so that a deterministic sampler does not repeat itself when
     temperature > 0; at temperature 0 a retry only helps after a truncation if the caller
-    raises max_tokens, so we double it on truncation.
+    raises max_tokens, so we double it on truncation, and after two truncations (a greedy
+    loop) the next attempt samples at TRUNCATION_TEMPERATURE.
     """
     used = constraint if settings.constrain else None
     budget = max_tokens or settings.max_tokens
     last = ""
+    temperature, truncated = settings.temperature, 0
     for attempt in range(settings.retries + 1):
+        if truncated >= 2 and temperature == 0:
+            # Greedy decoding that ran out twice is stuck in a loop inside the grammar's
+            # bounds (a base model writing digits until the budget ends): sample instead.
+            temperature = TRUNCATION_TEMPERATURE
         kwargs: dict[str, Any] = {"max_tokens": budget, "stop": stop, "constraint": used,
-                                  "temperature": settings.temperature,
+                                  "temperature": temperature,
                                   "seed": settings.seed + attempt}
         if isinstance(prompt, str):
             completion = llm.complete(prompt, **kwargs)  # type: ignore[arg-type]
@@ -98,6 +105,7 @@ def generate_checked(
             return parse(ensure_complete(completion))
         except TruncatedOutputError as exc:
             log.truncations += 1
+            truncated += 1
             last = exc.one_line()
             budget *= 2
         except InvalidPlanError as exc:
