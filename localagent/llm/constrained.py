@@ -171,7 +171,6 @@ class _TextTokenizer:
         vocab = llama._model.vocab
         buffer = ctypes.create_string_buffer(16 * 1024 + 1)
         self.tokens: list[bytes] = []
-        never: list[int] = []
         for token in range(llama.n_vocab()):
             n = llama_cpp.llama_token_to_piece(vocab, token, buffer, 16 * 1024, 0, True)
             piece = bytes(buffer[:max(n, 0)])
@@ -181,15 +180,14 @@ class _TextTokenizer:
                 piece.startswith(b"<") and piece.endswith(b">"))
             if control or markup:
                 piece = b"\xff" + piece  # llguidance's mark of a special token
-                if token not in eos:
-                    never.append(token)
             self.tokens.append(piece)
         self.eos = eos
         self.eos_token_id = eos[0] if eos else llama.token_eos()
         self.bos_token_id = llama.token_bos()
         self.special_token_ids = [i for i, t in enumerate(self.tokens) if t[:1] == b"\xff"]
         self._special = set(self.special_token_ids)
-        self.never_sampled = np.asarray(never, dtype=np.int64)
+        self.never_sampled = np.asarray(
+            [i for i in self.special_token_ids if i not in eos], dtype=np.int64)
         self._llama = llama
 
     def __call__(self, text: bytes) -> list[int]:

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from localagent.planners.grounding import asks_for_text
+from localagent.planners.mentions import string_enum
 from localagent.tools.spec import ToolSpec
 
 SHORT = 2  # values this short must match the goal's case
@@ -46,12 +49,8 @@ def _free_text(tool: ToolSpec) -> bool:
 
 
 def _enum_values(tool: ToolSpec) -> list[str]:
-    out: list[str] = []
-    for schema in tool.parameters.get("properties", {}).values():
-        enum = schema.get("enum") if isinstance(schema, dict) else None
-        if enum and all(isinstance(v, str) for v in enum):
-            out += enum
-    return out
+    return [v for schema in tool.parameters.get("properties", {}).values()
+            for v in string_enum(schema)]
 
 
 def _position(value: str, goal: str) -> int | None:
@@ -83,17 +82,19 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
-def pending(named: Sequence[str], calls_args: Iterable[dict[str, Any]]) -> list[str]:
-    """The named values that no call so far passed as an argument (a text argument that
-    holds the value, or most of it, counts: "Silent River" for "The Silent River")."""
-    used = {s for args in calls_args for s in _strings(args)}
-
+def _uncovered(named: Sequence[str], used: set[str]) -> list[str]:
     def covered(value: str) -> bool:
         v = value.lower()
         return any(v == s or (len(v) > SHORT and v in s) or (len(s) > SHORT and s in v)
                    for s in used)
 
     return [v for v in named if not covered(v)]
+
+
+def pending(named: Sequence[str], calls_args: Iterable[dict[str, Any]]) -> list[str]:
+    """The named values that no call so far passed as an argument (a text argument that
+    holds the value, or most of it, counts: "Silent River" for "The Silent River")."""
+    return _uncovered(named, {s for args in calls_args for s in _strings(args)})
 
 
 def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolSpec]:
@@ -103,3 +104,24 @@ def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolS
     wanted, free = set(values) & enums, set(values) - enums
     return [t for t in tools if wanted.intersection(_enum_values(t)) or (
         free and _free_text(t))]
+
+
+@dataclass
+class Coverage:
+    """One loop's `cover` state, shared by the ReAct and tool-calling loops: the values the
+    goal names and the argument texts the calls so far used."""
+
+    named: list[str]
+    used: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> Coverage:
+        """Empty (nothing to cover) when `cover` is off or the goal asks for free text."""
+        return cls(named_values(goal, tools) if on and not asks_for_text(goal) else [])
+
+    def record(self, args: dict[str, Any]) -> None:
+        self.used.update(_strings(args))
+
+    def must_call(self, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+        """The tools the next step must choose from ([]: it may answer)."""
+        return tools_taking(tools, _uncovered(self.named, self.used)) if self.named else []

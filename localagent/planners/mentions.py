@@ -42,11 +42,17 @@ def goal_numbers(goal: str) -> list[int | float]:
     return list(dict.fromkeys([*found, *CONSTANTS]))
 
 
+def string_enum(schema: Any) -> list[str]:
+    """The values of a closed set of strings (a `Literal` key), else []."""
+    enum = schema.get("enum") if isinstance(schema, dict) else None
+    return list(enum) if enum and all(isinstance(v, str) for v in enum) else []
+
+
 def _anchor(schema: Any, goal: str) -> Any:
     if not isinstance(schema, dict):
         return schema
     enum = schema.get("enum")
-    if enum and all(isinstance(v, str) for v in enum):
+    if string_enum(schema):
         return {**schema, "enum": [v for v in enum if mentioned(v, goal)]}
     if enum is None and schema.get("type") in ("number", "integer"):
         numbers = goal_numbers(goal)

@@ -30,7 +30,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
-from localagent.planners.coverage import named_values, pending, tools_taking
+from localagent.planners.coverage import Coverage
 from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
@@ -139,14 +139,12 @@ class ReactPlanner:
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.settings.techniques.grounded and not asks_for_text(goal)
-        cover = self.settings.techniques.cover and not asks_for_text(goal)
-        named = named_values(goal, self.tools) if cover else []
+        coverage = Coverage.of(goal, self.tools, self.settings.techniques.cover)
         observed: list[Any] = []
-        called: list[dict[str, Any]] = []
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None
             step_tools = self._step_tools(goal, observed)
-            must_call = tools_taking(step_tools, pending(named, called))
+            must_call = coverage.must_call(step_tools)
             step = self.next_step(prompt, final_only=i == max_iterations, log=out.log,
                                   finals=finals, tools=must_call or step_tools,
                                   must_act=bool(must_call))
@@ -158,7 +156,7 @@ class ReactPlanner:
                 return out
             assert step.action is not None
             call = call_from_dict({"function": step.action.function, "args": step.action.args})
-            called.append(step.action.args)
+            coverage.record(step.action.args)
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)
             error = result.error.message if result.error else None

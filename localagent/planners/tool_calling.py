@@ -29,7 +29,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
-from localagent.planners.coverage import named_values, pending, tools_taking
+from localagent.planners.coverage import Coverage
 from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
@@ -144,13 +144,11 @@ class ToolCallingPlanner:
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.settings.techniques.grounded and not asks_for_text(goal)
-        cover = self.settings.techniques.cover and not asks_for_text(goal)
-        named = named_values(goal, self.tools) if cover else []
+        coverage = Coverage.of(goal, self.tools, self.settings.techniques.cover)
         observed: list[Any] = []
-        called: list[dict[str, Any]] = []
         for i in range(1, max_iterations + 1):
             answers = observed_values(observed) if grounded else None
-            must_call = tools_taking(self.tools, pending(named, called))
+            must_call = coverage.must_call(self.tools)
             turn = self.next_turn(messages, last=i == max_iterations, log=out.log,
                                   answers=answers, must_call=must_call)
             if turn.answer is not None:
@@ -164,7 +162,8 @@ class ToolCallingPlanner:
             calls = [call_from_dict({"function": c.function, "args": c.args})
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
-            called += [c.args for c in turn.calls]
+            for c in turn.calls:
+                coverage.record(c.args)
             observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)
