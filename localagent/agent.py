@@ -25,7 +25,7 @@ from localagent.planners.base import (
     select_specs,
     usage_since,
 )
-from localagent.planners.techniques import Techniques
+from localagent.planners.techniques import Techniques, parse_spec
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -78,7 +78,7 @@ class Agent:
     lazily, on the first run). `plugins`: extra plugins (objects, classes, modules, paths),
     added to the built-ins and, with `examples=True`, the example plugins. `techniques`:
     the planning techniques (a `Techniques` or a spec such as "reasoning+replan=2"),
-    default the measured default configuration.
+    default (None or "default") each planner's measured default configuration.
     """
 
     def __init__(
@@ -103,7 +103,7 @@ class Agent:
         base = settings or PlannerSettings()
         if techniques is not None:
             if isinstance(techniques, str):
-                techniques = Techniques.parse(techniques)
+                techniques = parse_spec(techniques)
             base = replace(base, techniques=techniques)
         self.settings = base if constrain else replace(base, constrain=False)
         self.policy = policy or ExecutionPolicy()
@@ -228,7 +228,8 @@ class _RunContext:
             parse_failures=self.log.parse_failures + self.log.truncations,
             validation_failures=self.log.validation_failures,
             stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw),
-            attempts=attempts or [], techniques=self.agent.settings.techniques.label)
+            attempts=attempts or [],
+            techniques=self.agent.settings.for_planner(self.planner)[1].label)
 
 
 def _check(goal: str, planner: str, *, plan_only: bool) -> None:

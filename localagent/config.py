@@ -81,11 +81,11 @@ def _count(value: Any) -> int:
 
 def _techniques(value: Any) -> str:
     from localagent.errors import UsageError
-    from localagent.planners.techniques import Techniques
+    from localagent.planners.techniques import parse_spec
 
     text = _text(value)
     try:
-        Techniques.parse(text)
+        parse_spec(text)
     except UsageError as exc:
         raise ValueError(str(exc)) from None
     return text

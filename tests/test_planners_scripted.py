@@ -20,6 +20,9 @@ from localagent.planners.tree import TreePlanner
 from localagent.tools.registry import default_registry
 
 REASONING = PlannerSettings(techniques=Techniques.parse("reasoning"))
+# The tool-calling loop's own mechanics, without the tools planner's default `grounded`
+# (a call before any answer, then only observed values; tested in test_techniques.py).
+LOOP = PlannerSettings(techniques=Techniques())
 
 
 def compact(value: object) -> str:
@@ -189,7 +192,7 @@ def test_tool_calls_in_parallel_matched_by_id(registry):
            to_currency="USD"),
         "You won 108.0 USD.",
     ])
-    out = ToolCallingPlanner(llm, specs).run("bet", Executor(registry))
+    out = ToolCallingPlanner(llm, specs, LOOP).run("bet", Executor(registry))
     assert out.answer == "You won 108.0 USD." and out.stop_reason == "answered in text"
     first = out.turns[0].calls
     assert [(c["id"], c["result"]) for c in first] == [("call_1", True), ("call_2", False)]
@@ -210,14 +213,14 @@ def _bounds():
 def test_tool_calling_last_turn_must_answer(registry):
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     llm = ScriptedLLM([tc("WeatherPlugin.DidItRainToday", city="Athens"), "It rained."])
-    out = ToolCallingPlanner(llm, specs).run("rain?", Executor(registry), max_iterations=2)
+    out = ToolCallingPlanner(llm, specs, LOOP).run("rain?", Executor(registry), max_iterations=2)
     assert llm.requests[1].constraint == ANSWER_ONLY
     assert out.answer == "It rained."
 
 
 def test_tool_calling_early_exit_without_calls(registry):
     llm = ScriptedLLM(["Hello!"])
-    out = ToolCallingPlanner(llm, registry.specs()).run("hi", Executor(registry))
+    out = ToolCallingPlanner(llm, registry.specs(), LOOP).run("hi", Executor(registry))
     assert out.answer == "Hello!" and len(out.turns) == 1
 
 
@@ -225,7 +228,7 @@ def test_bare_json_calls_are_read_as_calls(registry):
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     bare = json.dumps({"name": "WeatherPlugin.DidItRainToday", "arguments": {"city": "Athens"}})
     llm = ScriptedLLM([bare, "It rained, you won."])
-    out = ToolCallingPlanner(llm, specs).run("rain?", Executor(registry))
+    out = ToolCallingPlanner(llm, specs, LOOP).run("rain?", Executor(registry))
     assert out.turns[0].calls[0]["result"] is True
     assert out.answer == "It rained, you won."
 

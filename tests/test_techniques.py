@@ -17,7 +17,7 @@ from localagent.planners.examples import ExampleSelector, flatten, load_library,
 from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.plan_runner import plan_and_execute
 from localagent.planners.sequential import SequentialPlanner, piped
-from localagent.planners.techniques import Techniques, parse_variants
+from localagent.planners.techniques import Techniques, parse_spec, parse_variants
 from localagent.planners.tree import TreePlanner
 from localagent.tools.registry import default_registry
 
@@ -46,8 +46,10 @@ def test_techniques_parse_label_and_reject_bad_specs() -> None:
     assert (t.reasoning, t.replan, t.similar, t.vote, t.mentions) == (True, 2, False, 1, False)
     assert t.label == "reasoning+replan=2"
     assert Techniques.parse("plain").label == "plain"
-    assert Techniques.parse("default") == Techniques()
+    assert parse_spec("default") is None and parse_spec("") is None
+    assert parse_spec("plain") == Techniques.plain()
     assert [v.label for v in parse_variants("plain; reasoning;plain")] == ["plain", "reasoning"]
+    assert parse_variants("default;plain") == [None, Techniques.plain()]
     for bad in ("reasonin", "vote=x", "reasoning=1", "vote=0", "replan=9"):
         with pytest.raises(UsageError):
             Techniques.parse(bad)
@@ -152,6 +154,25 @@ def test_grounded_tool_turn_answers_only_observed_values(registry) -> None:
     turn = tool_call_turn(demo(registry), allowed_answers=["24100"])
     assert matches(turn, "24100")
     assert not matches(turn, "The total is 24000")
+
+
+def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registry) -> None:
+    from localagent.planners.react import ReactPlanner
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    tools = demo(registry)
+    goal = "What is the invoice of company C?"
+    answer_first = ScriptedLLM(["The invoice is 1000.", "unused"])
+    tc = ToolCallingPlanner(answer_first, tools)  # default settings: the measured default
+    assert tc.techniques.grounded and tc.techniques.label == "mentions+grounded+backrefs"
+    tc.run(goal, Executor(registry), max_iterations=2)
+    assert not matches(answer_first.requests[0].constraint, "The invoice is 1000.")
+    # an explicit configuration is used as given, whatever the planner
+    explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
+    assert not explicit.techniques.grounded
+    for planner in (ReactPlanner(ScriptedLLM([]), tools), TreePlanner(ScriptedLLM([]), tools),
+                    SequentialPlanner(ScriptedLLM([]), tools)):
+        assert planner.techniques == Techniques(), planner.kind
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from localagent.constraint import Constraint
@@ -22,7 +22,7 @@ from localagent.errors import (
 from localagent.grammars import ensure_complete
 from localagent.llm.base import LLM, Completion, Message, Usage
 from localagent.llm.delegating import DelegatingLLM
-from localagent.planners.techniques import Techniques
+from localagent.planners.techniques import Techniques, default_techniques
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -36,14 +36,20 @@ TRUNCATION_TEMPERATURE = 0.7
 @dataclass(frozen=True)
 class PlannerSettings:
     """How a planner generates. `constrain=False` generates with `constraint=None` and
-    parses leniently (to measure what the grammar adds); `techniques`: see techniques.py."""
+    parses leniently (to measure what the grammar adds); `techniques`: see techniques.py,
+    None for each planner's own measured default (`for_planner` resolves it)."""
 
     constrain: bool = True
     retries: int = 2  # extra attempts after the first bad output
     max_tokens: int = 400
     temperature: float = 0.0
     seed: int = 0
-    techniques: Techniques = field(default_factory=Techniques)
+    techniques: Techniques | None = None
+
+    def for_planner(self, planner: str) -> tuple[PlannerSettings, Techniques]:
+        """These settings with the techniques resolved for `planner`, and the techniques."""
+        t = self.techniques if self.techniques is not None else default_techniques(planner)
+        return replace(self, techniques=t), t
 
 
 @dataclass

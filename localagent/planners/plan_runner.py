@@ -25,6 +25,7 @@ from localagent.execution import ExecutionResult
 from localagent.executor import Executor
 from localagent.plan import SequentialPlan, TreePlan, plan_to_dict
 from localagent.planners.base import GenerationLog, PlannerEvent, PlannerSettings
+from localagent.planners.techniques import Techniques
 
 VOTE_TEMPERATURE = 0.7
 OnEvent = Callable[[Any], None]
@@ -32,6 +33,7 @@ OnEvent = Callable[[Any], None]
 
 class PlanPlanner(Protocol):
     settings: PlannerSettings
+    techniques: Techniques
 
     def plan(self, goal: str, log: GenerationLog | None = None, *, failed: Any = None,
              error: str = "", settings: PlannerSettings | None = None) -> Any: ...
@@ -71,7 +73,7 @@ class PlanRun:
 def plan_and_execute(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor],
                      log: GenerationLog, on_event: OnEvent | None = None) -> PlanRun:
     """Plan and execute `goal` with the planner's techniques (replan, vote)."""
-    t = planner.settings.techniques
+    t = planner.techniques
     run = PlanRun(chosen=None)
     for sample in range(t.vote):
         settings = planner.settings if sample == 0 else replace(
@@ -104,7 +106,7 @@ def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor]
            on_event: OnEvent | None) -> None:
     """One sample: plan, execute, and re-plan with the error up to `replan` times."""
     planned = planner.plan(goal, log, settings=settings)
-    for replan in range(settings.techniques.replan + 1):
+    for replan in range(planner.techniques.replan + 1):
         if replan:
             planned = planner.plan(goal, log, failed=planned, error=run.attempts[-1].error or "",
                                    settings=settings)

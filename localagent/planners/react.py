@@ -89,7 +89,8 @@ class ReactPlanner:
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
                  settings: PlannerSettings | None = None, *,
                  reuse_cache: bool = True, max_tokens: int = 200) -> None:
-        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.llm, self.tools = llm, list(tools)
+        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
         self.reuse_cache, self.max_tokens = reuse_cache, max_tokens
 
     def next_step(self, prompt: str, final_only: bool, log: GenerationLog,
@@ -127,7 +128,7 @@ class ReactPlanner:
     def _step_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
         """With `mentions`, keys and numbers of an action must come from the goal or from
         an observation (ReAct has no nesting: a looked-up value is an observation)."""
-        if not self.settings.techniques.mentions:
+        if not self.techniques.mentions:
             return self.tools
         seen = "\n".join(observation_text(v, None) for v in observed)
         return anchor_to_goal(self.tools, f"{goal}\n{seen}")
@@ -138,8 +139,8 @@ class ReactPlanner:
         emit = _emitter(out, on_event)
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
-        grounded = self.settings.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.settings.techniques.cover)
+        grounded = self.techniques.grounded and not asks_for_text(goal)
+        coverage = Coverage.of(goal, self.tools, self.techniques.cover)
         observed: list[Any] = []
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None

@@ -56,25 +56,26 @@ class SequentialPlanner:
 
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
                  settings: PlannerSettings | None = None) -> None:
-        self.llm, self.settings = llm, settings or PlannerSettings()
+        self.llm = llm
+        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
         self.tools = list(tools)
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
         """The functions (input piped) as this goal's plan sees them (`mentions`)."""
-        if self.settings.techniques.mentions:
+        if self.techniques.mentions:
             return anchor_to_goal(self._piped, goal)
         return self._piped
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
-        t = self.settings.techniques
+        t = self.techniques
         return sequential_plan(self._piped if tools is None else tools, max_steps=MAX_STEPS,
                                bounds=BOUNDS, refs="backward" if t.backrefs else "any",
                                reasoning_chars=REASONING_CHARS if t.shows_reasoning else 0,
                                reasoning_steps=t.steps)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
-        t = self.settings.techniques
+        t = self.techniques
         shown = self.tools if tools is None else tools
         return sequential_prompt(goal, shown, choose_examples(goal, t),
                                  reasoning=t.shows_reasoning)
@@ -85,7 +86,7 @@ class SequentialPlanner:
         """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
         tools = self.tools_for(goal)
-        messages = self.messages(goal, tools if self.settings.techniques.mentions else None)
+        messages = self.messages(goal, tools if self.techniques.mentions else None)
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(

@@ -34,7 +34,8 @@ from localagent.errors import UsageError
 class Techniques:
     """Which techniques a planner uses; `Techniques.plain()` turns all off.
 
-    The default (`mentions+backrefs`) is chosen from the generalisation-suite measurements
+    `Techniques()` (`mentions+backrefs`) is the default of the plan planners and ReAct,
+    chosen from the generalisation-suite measurements
     (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most (+8 points for
     the tree planner at 1.3x tokens), backrefs removed every forward-reference failure of
     the sequential planner; re-planning gained nothing (+0 points: the corrected plans
@@ -83,13 +84,13 @@ class Techniques:
 
     @staticmethod
     def parse(text: str) -> Techniques:
-        """`plain`, `default`, or switches joined by `+` or `,`: `reasoning+similar+replan=2`.
+        """`plain`, or switches joined by `+` or `,`: `reasoning+similar+replan=2`.
 
         Switches start from `plain` (all off), so a spec names exactly what is on.
         """
         spec = text.strip()
         if spec in ("", "default"):
-            return Techniques()
+            raise UsageError("'default' depends on the planner: use parse_spec")
         if spec == "plain":
             return Techniques.plain()
         values: dict[str, bool | int] = {}
@@ -114,9 +115,27 @@ class Techniques:
                              **values})
 
 
-def parse_variants(text: str) -> list[Techniques]:
+# Where a planner's measured best differs from `Techniques()` (docs/BENCHMARKS.md): tool
+# calling with `grounded` went from 0% to 41% on the core suite at 1.26x the tokens (the
+# default model describes a call in prose unless a call must come first), while grounded
+# ReAct lost 4 points on the generalisation suite, so only the tools planner takes it.
+PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True)}
+
+
+def default_techniques(planner: str) -> Techniques:
+    """The measured default configuration of `planner` (tree, sequential, react, tools)."""
+    return PLANNER_DEFAULTS.get(planner, Techniques())
+
+
+def parse_spec(text: str) -> Techniques | None:
+    """A technique spec; `default` (or empty) gives None: each planner's own default."""
+    spec = text.strip()
+    return None if spec in ("", "default") else Techniques.parse(spec)
+
+
+def parse_variants(text: str) -> list[Techniques | None]:
     """A `;`-separated list of technique specs (the benchmark's `--techniques`)."""
-    variants = [Techniques.parse(v) for v in text.split(";") if v.strip()]
-    if not variants:
+    if not text.strip(";").strip():
         raise UsageError("--techniques is empty")
-    return list({v.label: v for v in variants}.values())
+    variants = [parse_spec(v) for v in text.split(";") if v.strip()] or [None]
+    return list({v.label if v else "default": v for v in variants}.values())

@@ -106,7 +106,8 @@ class ToolCallingPlanner:
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
                  settings: PlannerSettings | None = None, *,
                  max_tokens: int = 300) -> None:
-        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.llm, self.tools = llm, list(tools)
+        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
         self.max_tokens = max_tokens
         self.schemas = openai_tools(self.tools)
 
@@ -143,8 +144,8 @@ class ToolCallingPlanner:
                                    {"role": "user", "content": goal}]
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
-        grounded = self.settings.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.settings.techniques.cover)
+        grounded = self.techniques.grounded and not asks_for_text(goal)
+        coverage = Coverage.of(goal, self.tools, self.techniques.cover)
         observed: list[Any] = []
         for i in range(1, max_iterations + 1):
             answers = observed_values(observed) if grounded else None

@@ -48,26 +48,27 @@ class TreePlanner:
 
     def __init__(self, llm: LLM, tools: Sequence[ToolSpec],
                  settings: PlannerSettings | None = None, *, depth: int = 4) -> None:
-        self.llm, self.tools, self.settings = llm, list(tools), settings or PlannerSettings()
+        self.llm, self.tools = llm, list(tools)
+        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
         self.depth = depth
 
     @property
     def reasoning(self) -> bool:
-        return self.settings.techniques.shows_reasoning
+        return self.techniques.shows_reasoning
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
         """The functions as this goal's plan sees them (narrowed by `mentions`)."""
-        if self.settings.techniques.mentions:
+        if self.techniques.mentions:
             return anchor_to_goal(self.tools, goal)
         return self.tools
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
         return tree_plan(self.tools if tools is None else tools, depth=self.depth,
                          bounds=BOUNDS, reasoning_chars=REASONING_CHARS if self.reasoning else 0,
-                         reasoning_steps=self.settings.techniques.steps)
+                         reasoning_steps=self.techniques.steps)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
-        examples = choose_examples(goal, self.settings.techniques)
+        examples = choose_examples(goal, self.techniques)
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
                            reasoning=self.reasoning)
 
