@@ -3,7 +3,8 @@
 Why switches rather than always-on: issue 8 asks that every technique be measured alone
 and combined on the generalisation suite (`scripts/bench_planners.py --techniques`), and
 that the defaults be chosen from those measurements. A `Techniques` value is the whole
-configuration; its `label` names it in benchmark keys and reports.
+configuration; its `label` names it in benchmark keys and reports. "default" is per
+planner (`default_techniques`): what measured best for that planner within 2x the tokens.
 
 | switch        | planners           | what it does                                              |
 |---------------|--------------------|-----------------------------------------------------------|
