@@ -40,6 +40,7 @@ from localagent.grammar.parse import (
     args_errors,
     ensure_complete,
     is_call,
+    json_object_lost,
     parse_sequential,
     parse_tree,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "fits",
     "format_instructions",
     "is_call",
+    "json_object_lost",
     "manual",
     "parse_react",
     "parse_sequential",

@@ -81,6 +81,18 @@ def test_stop_sequences_and_max_tokens(default_llm) -> None:
     assert c.finish_reason == "length" and c.usage.completion_tokens == 3
 
 
+def test_give_up_ends_generation_where_it_returns_true(default_llm) -> None:
+    seen: list[str] = []
+
+    def give_up(text: str) -> bool:
+        seen.append(text)
+        return "3" in text
+
+    c = default_llm.complete("Count: 1, 2,", max_tokens=40, give_up=give_up)
+    assert c.finish_reason == "stop" and c.text.rstrip().endswith("3"), c.text
+    assert c.usage.completion_tokens <= 3 and seen[-1].rstrip().endswith("3")
+
+
 def test_chat_template_renders_tools(default_llm) -> None:
     messages = [{"role": "user", "content": "How warm is it in Paris?"}]
     text = default_llm.format_chat(messages, tools=[WEATHER_TOOL])

@@ -83,6 +83,38 @@ def test_two_truncations_in_a_row_make_the_last_attempt_sample(registry):
     assert [r.max_tokens for r in llm.requests] == [10, 20, 40]
 
 
+def test_unconstrained_prose_stops_at_once_and_the_retry_samples(registry):
+    """Unconstrained, SmolLM2 wrote 1,600 tokens of prose per attempt, three identical
+    greedy attempts per goal: now an output that can no longer parse ends at the character
+    that seals it, and the retry samples instead of repeating itself."""
+    prose = "You can use the following code: " + "word " * 100
+    trailing = compact(INVOICE_PLAN) + " This plan computes the difference."
+    good = compact(INVOICE_PLAN)
+    llm = ScriptedLLM([prose, trailing, good])
+    settings = PlannerSettings(constrain=False, techniques=Techniques.plain())
+    planned = TreePlanner(llm, registry.specs(), settings).plan("g")
+    assert planned.plan.root.function == "DemoPlugin.Diff"
+    assert planned.log.raw[:2] == ["Y", compact(INVOICE_PLAN) + " T"]
+    assert planned.log.truncations == 0 and planned.log.parse_failures == 2
+    assert [r.temperature for r in llm.requests] == [0.0, 0.7, 0.7]
+    # under the grammar nothing is cut, and a greedy retry stays greedy
+    constrained = ScriptedLLM(["not json", good])
+    TreePlanner(constrained, registry.specs(), PlannerSettings(
+        techniques=Techniques.plain())).plan("g")
+    assert [r.temperature for r in constrained.requests] == [0.0, 0.0]
+
+
+def test_json_object_lost_judges_the_start_and_the_end():
+    from localagent.grammars import json_object_lost
+
+    alive = ["", "  ", "{", '{"a": 1', '{"a": 1}\n', "`", "```", "```js", "```json\n{",
+             '```json\n{"a": 1}\n``', '```json\n{"a": 1}\n```', '{"a": "} not the end']
+    lost = ['{"a": 1} and', "You can", "[FINISHED", "`x", "```jq", '```json\n{"a": 1}\n```x',
+            "```json\nhello"]
+    assert [t for t in alive if json_object_lost(t)] == []
+    assert [t for t in lost if not json_object_lost(t)] == []
+
+
 def test_bounded_retries_raise_planning_error(registry):
     llm = ScriptedLLM(["not json"] * 3)
     with pytest.raises(PlanningError, match="3 attempts"):

@@ -122,6 +122,38 @@ def _json_payload(text: str) -> Any:
     return value
 
 
+def json_object_lost(text: str) -> bool:
+    """True once `text` can no longer be what `_json_payload` accepts as a plan: one JSON
+    object, fenced or not, and nothing else.
+
+    Why: unconstrained, a small model often writes prose before or after the plan and goes
+    on until max_tokens (SmolLM2: 1,600 tokens of "[FINISHED FUNCTIONS]"); the output is
+    rejected anyway, so generation stops at the first character that seals its fate.
+    Only the start and the end are judged: a malformed object runs to its end as before.
+    """
+    body = text.lstrip()
+    fenced = body.startswith("`")
+    if fenced:
+        if not (body.startswith("```") or "```".startswith(body)):
+            return True
+        rest = body[3:]
+        if len(rest) < 4 and "json".startswith(rest):
+            return False
+        body = rest.removeprefix("json").lstrip()
+    if not body:
+        return False
+    if body[0] != "{":
+        return True
+    try:
+        _, end = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError:
+        return False  # not finished yet (or malformed inside: judged at the end)
+    tail = body[end:].strip()
+    if fenced:
+        return not "```".startswith(tail[:3]) or len(tail) > 3
+    return bool(tail)
+
+
 def _split_reasoning(data: Any, key: str | None) -> tuple[Any, str | None]:
     if isinstance(data, dict) and "reasoning" in data and isinstance(data["reasoning"], str):
         rest = {k: v for k, v in data.items() if k != "reasoning"}

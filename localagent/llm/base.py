@@ -9,13 +9,14 @@ KV-cache prefix reuse work the same way for both.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from localagent.constraint import Constraint
 
 Message = dict[str, Any]
+GiveUp = Callable[[str], bool]  # the output so far -> stop generating now
 """An OpenAI-style chat message: {"role": ..., "content": ..., optional "tool_calls"/"tool_call_id"}."""
 
 
@@ -93,8 +94,13 @@ class LLM(ABC):
         temperature: float | None = None,
         seed: int | None = None,
         constraint: Constraint | None = None,
+        give_up: GiveUp | None = None,
     ) -> Completion:
-        """Continue `prompt`. With a constraint, the output is forced to match it."""
+        """Continue `prompt`. With a constraint, the output is forced to match it.
+
+        `give_up(text so far)` returning True ends generation at once (finish "stop"): an
+        unconstrained output that can no longer be accepted need not run to max_tokens.
+        """
 
     @abstractmethod
     def format_chat(
@@ -120,6 +126,7 @@ class LLM(ABC):
         temperature: float | None = None,
         seed: int | None = None,
         constraint: Constraint | None = None,
+        give_up: GiveUp | None = None,
     ) -> Completion:
         prompt = self.format_chat(messages, tools=tools)
         return self.complete(
@@ -129,4 +136,5 @@ class LLM(ABC):
             temperature=temperature,
             seed=seed,
             constraint=constraint,
+            give_up=give_up,
         )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from localagent.constraint import Constraint
 from localagent.errors import ModelFileError, UsageError
-from localagent.llm.base import LLM, Completion, Message, ModelInfo, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage
 from localagent.llm.catalog import CatalogEntry
 from localagent.llm.chat_template import TEMPLATE_KEY, ChatTemplate
 
@@ -122,6 +122,7 @@ class LlamaCppLLM(LLM):
         temperature: float | None = None,
         seed: int | None = None,
         constraint: Constraint | None = None,
+        give_up: GiveUp | None = None,
     ) -> Completion:
         with self._lock:
             tokens = self.tokenize(prompt)
@@ -132,7 +133,8 @@ class LlamaCppLLM(LLM):
             kwargs = _completion_kwargs(
                 max_tokens=max_tokens, stop=stop,
                 temperature=self.temperature if temperature is None else temperature,
-                seed=self.seed if seed is None else seed, processor=processor)
+                seed=self.seed if seed is None else seed, processor=processor,
+                stopping=self._give_up_criterion(give_up, len(tokens)))
             self._eval_sizes.clear()
             start = time.perf_counter()
             result = self._llama.create_completion(tokens, **kwargs)
@@ -183,6 +185,18 @@ class LlamaCppLLM(LLM):
                 f"the prompt has {n_prompt} tokens; the context window holds {n_ctx}",
                 hint="shorten the prompt or load the model with a larger n_ctx")
 
+    def _give_up_criterion(self, give_up: GiveUp | None, n_prompt: int) -> Any:
+        """A llama.cpp stopping criterion calling `give_up` on the text generated so far."""
+        if give_up is None:
+            return None
+        llama = self._llama
+
+        def criterion(input_ids: Any, logits: Any) -> bool:
+            text = llama.detokenize(list(input_ids[n_prompt:])).decode("utf-8", "ignore")
+            return give_up(text)
+
+        return criterion
+
     def _processor(self, constraint: Constraint | None) -> Any:
         if constraint is None:
             return None
@@ -194,7 +208,7 @@ class LlamaCppLLM(LLM):
 
 
 def _completion_kwargs(*, max_tokens: int, stop: Sequence[str], temperature: float,
-                       seed: int, processor: Any) -> dict[str, Any]:
+                       seed: int, processor: Any, stopping: Any = None) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "max_tokens": max_tokens,
         "stop": list(stop),
@@ -206,6 +220,10 @@ def _completion_kwargs(*, max_tokens: int, stop: Sequence[str], temperature: flo
         from llama_cpp import LogitsProcessorList
 
         kwargs["logits_processor"] = LogitsProcessorList([processor])
+    if stopping is not None:
+        from llama_cpp import StoppingCriteriaList
+
+        kwargs["stopping_criteria"] = StoppingCriteriaList([stopping])
     return kwargs
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localagent.constraint import Constraint
-from localagent.llm.base import LLM, Completion, Message, ModelInfo, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class ScriptedLLM(LLM):
         temperature: float | None = None,
         seed: int | None = None,
         constraint: Constraint | None = None,
+        give_up: GiveUp | None = None,
     ) -> Completion:
         request = ScriptedRequest(prompt, max_tokens, tuple(stop), temperature, constraint)
         self.requests.append(request)
@@ -72,6 +73,8 @@ class ScriptedLLM(LLM):
         for s in stop:
             if s and s in text:
                 text = text[: text.index(s)]
+        if give_up is not None:  # the shortest prefix that gives up, as a real model stops
+            text = next((text[:n] for n in range(1, len(text)) if give_up(text[:n])), text)
         tokens = prompt.split()
         reused = _common_prefix(self._last_tokens, tokens)
         self._last_tokens = tokens

@@ -20,7 +20,7 @@ from localagent.errors import (
     TruncatedOutputError,
 )
 from localagent.grammars import ensure_complete
-from localagent.llm.base import LLM, Completion, Message, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, Usage
 from localagent.llm.delegating import DelegatingLLM
 from localagent.planners.techniques import Techniques, default_techniques
 
@@ -81,6 +81,7 @@ def generate_checked(
     stop: Sequence[str] = (),
     tools: Sequence[dict[str, Any]] | None = None,
     max_tokens: int | None = None,
+    give_up: GiveUp | None = None,
 ) -> T:
     """Generate, reject truncated or invalid output, retry; the parsed value or PlanningError.
 
@@ -89,19 +90,24 @@ def generate_checked(
     temperature > 0; at temperature 0 a retry only helps after a truncation if the caller
     raises max_tokens, so we double it on truncation, and after two truncations (a greedy
     loop) the next attempt samples at TRUNCATION_TEMPERATURE.
+
+    Unconstrained (`settings.constrain` False), `give_up` ends an output as soon as it can
+    no longer parse, and after a rejected greedy output the retry samples: a greedy retry
+    of the same prompt would write the same text again.
     """
     used = constraint if settings.constrain else None
     budget = max_tokens or settings.max_tokens
     last = ""
-    temperature, truncated = settings.temperature, 0
+    temperature, truncated, rejected = settings.temperature, 0, 0
     for attempt in range(settings.retries + 1):
-        if truncated >= 2 and temperature == 0:
+        if temperature == 0 and (truncated >= 2 or (used is None and rejected)):
             # Greedy decoding that ran out twice is stuck in a loop inside the grammar's
             # bounds (a base model writing digits until the budget ends): sample instead.
             temperature = TRUNCATION_TEMPERATURE
         kwargs: dict[str, Any] = {"max_tokens": budget, "stop": stop, "constraint": used,
                                   "temperature": temperature,
-                                  "seed": settings.seed + attempt}
+                                  "seed": settings.seed + attempt,
+                                  "give_up": give_up if used is None else None}
         if isinstance(prompt, str):
             completion = llm.complete(prompt, **kwargs)  # type: ignore[arg-type]
         else:
@@ -116,9 +122,11 @@ def generate_checked(
             budget *= 2
         except InvalidPlanError as exc:
             log.validation_failures += 1
+            rejected += 1
             last = exc.one_line()
         except PlanValidationError as exc:
             log.parse_failures += 1
+            rejected += 1
             last = exc.one_line()
         log.errors.append(last)
     raise PlanningError(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
-from localagent.grammars import Bounds, parse_sequential, sequential_plan
+from localagent.grammars import Bounds, json_object_lost, parse_sequential, sequential_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
 from localagent.planners.base import (
@@ -92,5 +92,6 @@ class SequentialPlanner:
         parsed = generate_checked(
             self.llm, messages,
             lambda text: parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True),
-            settings or self.settings, log, constraint=self.constraint(tools))
+            settings or self.settings, log, constraint=self.constraint(tools),
+            give_up=json_object_lost)
         return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localagent.constraint import Constraint
-from localagent.grammars import Bounds, parse_tree, tree_plan
+from localagent.grammars import Bounds, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.planners.base import (
@@ -83,6 +83,7 @@ class TreePlanner:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
             self.llm, messages, lambda text: parse_tree(text, tools, depth=self.depth),
-            settings or self.settings, log, constraint=self.constraint(tools))
+            settings or self.settings, log, constraint=self.constraint(tools),
+            give_up=json_object_lost)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
                            log=log, text=log.raw[-1])
