@@ -250,6 +250,18 @@ def test_tool_calling_last_turn_must_answer(registry):
     assert out.answer == "It rained."
 
 
+def test_tool_calling_stops_when_a_turn_repeats_the_same_calls_and_results(registry):
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    same = tc("WeatherPlugin.DidItRainToday", city="Atlantis")  # fails the same way each time
+    llm = ScriptedLLM([same, same, "unused"])
+    out = ToolCallingPlanner(llm, specs, LOOP).run("rain?", Executor(registry), max_iterations=5)
+    assert out.answer is None and len(llm.requests) == 2
+    assert out.stop_reason.startswith("repeated the same calls with the same results")
+    other = ScriptedLLM([same, tc("WeatherPlugin.DidItRainToday", city="Athens"), "It rained."])
+    out = ToolCallingPlanner(other, specs, LOOP).run("rain?", Executor(registry))
+    assert out.answer == "It rained." and len(out.turns) == 3
+
+
 def test_tool_calling_early_exit_without_calls(registry):
     llm = ScriptedLLM(["Hello!"])
     out = ToolCallingPlanner(llm, registry.specs(), LOOP).run("hi", Executor(registry))

@@ -5,7 +5,8 @@ OpenAI schemas, and writes one or more tool calls (Hermes/Qwen `<tool_call>` blo
 the `tool_call_turn` grammar) or a plain-text answer. Calls of one turn run in parallel in
 the executor; each result goes back as a `tool` message carrying the id of the call it
 answers. A text answer ends the loop; so does `max_iterations` (on the last turn the
-grammar admits only text).
+grammar admits only text), and so does a turn that repeats the previous turn's calls with
+the same results.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ class ToolCallingPlanner:
         grounded = self.techniques.grounded and not asks_for_text(goal)
         coverage = Coverage.of(goal, self.tools, self.techniques.cover)
         observed: list[Any] = []
+        previous: str | None = None
         for i in range(1, max_iterations + 1):
             answers = observed_values(observed) if grounded else None
             must_call = coverage.must_call(self.tools)
@@ -182,6 +184,15 @@ class ToolCallingPlanner:
                                else result.error.message})  # type: ignore[union-attr]
             out.turns.append(ToolTurn(calls=tuple(record)))
             _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
+            # The same calls with the same results again: the model is looping (seen: four
+            # identical turns of a failing call, 600 s), as ReAct's repeated-action stop.
+            key = json.dumps([[r["function"], r["args"], r["result"], r["error"]]
+                              for r in record], sort_keys=True, default=str)
+            if key == previous:
+                out.stop_reason = ("repeated the same calls with the same results "
+                                   f"({', '.join(c.function for c in turn.calls)})")
+                return out
+            previous = key
         out.stop_reason = f"no text answer within {max_iterations} iterations"
         return out
 
