@@ -7,9 +7,15 @@ import json
 
 import pytest
 
-from localagent.errors import PlanValidationError, UsageError
+from localagent.errors import ConstraintError, PlanValidationError, UsageError
 from localagent.executor import Executor
-from localagent.grammars import parse_sequential, react_step, sequential_plan, tool_call_turn
+from localagent.grammars import (
+    parse_sequential,
+    react_step,
+    sequential_plan,
+    tool_call_turn,
+    tree_plan,
+)
 from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
 from localagent.planners.base import GenerationLog, PlannerSettings
@@ -362,3 +368,54 @@ def test_cover_react_forbids_the_final_answer_until_the_named_city_was_used(regi
     ReactPlanner(last, bet_tools(registry), PlannerSettings(
         techniques=Techniques.parse("cover"))).run(BET, Executor(registry), max_iterations=1)
     assert matches(last.requests[0].constraint, "Thought: t\nFinal Answer: 108.0")
+
+
+# --- cover in tree plans: every named enum value passed to some call -------------------
+
+INVOICE_GOAL = ("How much is the difference between the total of company C, F and the total "
+                "of company A, E ?")
+
+
+def inv(company: str) -> dict:
+    return call("DemoPlugin.GetInvoice", company=company)
+
+
+def test_cover_tree_grammar_admits_only_plans_using_every_named_company(registry) -> None:
+    tools = demo(registry)
+    right = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("C"),
+                                                value2=inv("F")),
+                 value2=call("DemoPlugin.Total", value1=inv("A"), value2=inv("E")))
+    anchored = call("DemoPlugin.Diff", value1=inv("C"), value2=inv("F"))  # seen on Qwen
+    other_shape = call("DemoPlugin.Total", value1=inv("E"), value2=call(
+        "DemoPlugin.Total", value1=inv("A"), value2=call("DemoPlugin.Diff", value1=inv("F"),
+                                                          value2=inv("C"))))
+    with_repeat = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("C"),
+                                                      value2=inv("C")),
+                       value2=call("DemoPlugin.Total", value1=inv("F"), value2=call(
+                           "DemoPlugin.Total", value1=inv("A"), value2=inv("E"))))
+    covering = tree_plan(tools, cover=["C", "F", "A", "E"])
+    plain = tree_plan(tools)
+    assert matches(covering, compact(right)) and matches(plain, compact(right))
+    assert matches(plain, compact(anchored)) and not matches(covering, compact(anchored))
+    assert matches(covering, compact(other_shape))  # coverage, not the structure
+    assert matches(covering, compact(with_repeat))  # a value may be used twice
+    with pytest.raises(ConstraintError, match="every named value"):  # 2 levels hold 2
+        tree_plan(tools, cover=["C", "F", "A", "E"], depth=2)
+    # more values than the rules are built for: the usual grammar
+    assert tree_plan(tools, cover=["A", "B", "C", "D", "E"]) == plain
+
+
+def test_cover_tree_planner_builds_the_covering_grammar_from_the_goal(registry) -> None:
+    anchored = compact(call("DemoPlugin.Diff", value1=inv("C"), value2=inv("F")))
+    for spec, admitted in (("mentions+cover", False), ("mentions", True)):
+        planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+            techniques=Techniques.parse(spec)))
+        grammar = planner.constraint(planner.tools_for(INVOICE_GOAL), INVOICE_GOAL)
+        assert matches(grammar, anchored) is admitted, spec
+    free_text = "Write a short note about the invoice of company C and company F"
+    planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.parse("cover")))
+    assert planner.constraint(None, free_text) == planner.constraint()  # exempt
+    shallow = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.parse("cover")), depth=2)
+    assert shallow.constraint(None, INVOICE_GOAL) == shallow.constraint()  # cannot cover

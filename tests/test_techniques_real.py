@@ -49,6 +49,16 @@ def test_grounded_react_answer_restates_an_observation(default_llm) -> None:
     assert result.answer in observed | {"yes", "no"}, result.to_dict()
 
 
+def test_cover_tree_plan_passes_every_named_company_to_a_call(default_llm) -> None:
+    """Without cover the default model plans Diff(GetInvoice(C), GetInvoice(F)) here."""
+    goal = ("How much is the difference between the total of company C, F and the total of "
+            "company A, E ?")
+    result = agent(default_llm, "mentions+cover", DemoPlugin).run(goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    companies = set(re.findall(r'"company": "(\w)"', json.dumps(result.plan)))
+    assert companies == {"A", "C", "E", "F"}, result.plan
+
+
 def test_vote_samples_several_plans_and_votes(default_llm) -> None:
     result = agent(default_llm, "reasoning+vote=3", DemoPlugin).run(
         "What is the invoice amount of company D?", planner="tree")

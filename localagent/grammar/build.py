@@ -217,16 +217,23 @@ def _unrolled_steps(steps: list[str]) -> str:
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
-              bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+              cover: Sequence[str] = (), bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
-    optionally after a reasoning field (free text, or a list of real calls: `steps`)."""
+    optionally after a reasoning field (free text, or a list of real calls: `steps`).
+
+    `cover`: enum values that the plan must each pass to some call (grammar/covering.py;
+    ignored unless 1..4 values).
+    """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
+    from localagent.grammar.covering import coverable
+
+    cover = tuple(cover) if coverable(cover) else ()
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
-               "bounds": bounds, "steps": reasoning_steps}
+               "bounds": bounds, "steps": reasoning_steps, "cover": cover}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
-        tools, depth, bounds, reasoning_chars, reasoning_steps).build())
+        tools, depth, bounds, reasoning_chars, reasoning_steps, cover).build())
 
 
 class _TreeBuilder:
@@ -234,15 +241,24 @@ class _TreeBuilder:
     its return type fits and L <= depth."""
 
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
-                 reasoning_chars: int, reasoning_steps: bool = False) -> None:
+                 reasoning_chars: int, reasoning_steps: bool = False,
+                 cover: Sequence[str] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
-        self.steps = reasoning_steps
+        self.steps, self.cover = reasoning_steps, tuple(cover)
         self.rules = LarkRules(bounds)
         self._calls: dict[tuple[int, int], str | None] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
 
     def build(self) -> str:
-        calls = [c for c in (self._call(1, i) for i in range(len(self.tools))) if c]
+        if self.cover:
+            from localagent.grammar.covering import CoveringRules
+
+            calls = CoveringRules(self, self.cover).roots()
+            if not calls:
+                raise ConstraintError("no plan can pass every named value "
+                                      f"({', '.join(self.cover)}) to a call")
+        else:
+            calls = [c for c in (self._call(1, i) for i in range(len(self.tools))) if c]
         if not calls:
             raise ConstraintError("no function can be called: every argument schema admits "
                                   "no value")

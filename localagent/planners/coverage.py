@@ -71,6 +71,15 @@ def named_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
 
 
+def named_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The enum values of the tools' arguments that `goal` names, in goal order (what a
+    tree plan must pass to some call under `cover`); none for a free-text goal."""
+    if asks_for_text(goal):
+        return []
+    known = {v for t in tools for v in _enum_values(t)}
+    return [v for v in named_values(goal, tools) if v in known]
+
+
 def _strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value.strip().lower()

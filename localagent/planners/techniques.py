@@ -19,6 +19,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | cover         | react, tools       | no answer until every enum value the goal names (a city,  |
 |               |                    | a company) was passed to some call (see coverage.py)      |
+|               | tree               | the grammar admits only plans passing each of them to a   |
+|               |                    | call (grammar/covering.py)                                |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
 from localagent.grammars import Bounds, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
@@ -22,6 +23,7 @@ from localagent.planners.base import (
     generate_checked,
     replan_messages,
 )
+from localagent.planners.coverage import named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import tree_prompt
@@ -62,10 +64,19 @@ class TreePlanner:
             return anchor_to_goal(self.tools, goal)
         return self.tools
 
-    def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
-        return tree_plan(self.tools if tools is None else tools, depth=self.depth,
-                         bounds=BOUNDS, reasoning_chars=REASONING_CHARS if self.reasoning else 0,
-                         reasoning_steps=self.techniques.steps)
+    def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
+        """The plan grammar; with `cover` and a goal, one that must use every enum value
+        the goal names (grammar/covering.py), unless no plan over these tools can."""
+        shown = self.tools if tools is None else tools
+        options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": self.techniques.steps,
+                   "reasoning_chars": REASONING_CHARS if self.reasoning else 0}
+        cover = named_enum_values(goal, shown) if self.techniques.cover and goal else []
+        if cover:
+            try:
+                return tree_plan(shown, cover=cover, **options)
+            except ConstraintError:
+                pass  # e.g. a named value that no required argument takes
+        return tree_plan(shown, **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         examples = choose_examples(goal, self.techniques)
@@ -83,7 +94,7 @@ class TreePlanner:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
             self.llm, messages, lambda text: parse_tree(text, tools, depth=self.depth),
-            settings or self.settings, log, constraint=self.constraint(tools),
+            settings or self.settings, log, constraint=self.constraint(tools, goal),
             give_up=json_object_lost)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
                            log=log, text=log.raw[-1])

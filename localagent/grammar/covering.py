@@ -1,0 +1,142 @@
+"""Tree-plan rules that must use every value the goal names (the `cover` technique).
+
+Why: on "the difference between the total of company C, F and the total of company A, E"
+the default model plans `Diff(GetInvoice(C), GetInvoice(F))`: it anchors on the first two
+companies and drops the rest, in 8 of 8 samples. A plan that never passes A or E to any
+call cannot be right, so the grammar should not admit it.
+
+How: "every named value appears" is a regular property of the sequence of enum literals
+in the plan, so it can be intersected with the tree grammar (Bar-Hillel): every call and
+value rule is indexed by the set of named values covered before it (`s`) and after it
+(`t`, a superset; bit masks). An enum literal `v` moves `s` to `s | v`; every other
+literal leaves it unchanged; the plan's root must go from nothing to all. Only string-enum
+arguments count (the values a tool knows: a company, a currency), at most MAX_VALUES of
+them (the rule count grows as 3^k). Inside a covering plan, arrays hold literals only (no
+nested calls), and optional arguments take their usual rules (they cover nothing).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from localagent.grammar.jsonlark import Schema, jtext, lit
+from localagent.grammar.types import fits
+
+MAX_VALUES = 4
+
+
+def coverable(values: Sequence[str]) -> bool:
+    """Whether the covering grammar applies to these named values."""
+    return 0 < len(values) <= MAX_VALUES
+
+
+class CoveringRules:
+    """Builds the indexed rules into a tree builder's `LarkRules` (see `_TreeBuilder`)."""
+
+    def __init__(self, builder, values: Sequence[str]) -> None:  # builder: _TreeBuilder
+        self.b = builder
+        self.bit = {v: 1 << k for k, v in enumerate(values)}
+        self.full = (1 << len(values)) - 1
+        self._calls: dict[tuple[int, int, int, int], str | None] = {}
+        self._values: dict[tuple[int, str, int, int], str | None] = {}
+        self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
+
+    def roots(self) -> list[str]:
+        """The level-1 calls that cover every named value."""
+        calls = (self.call(1, i, 0, self.full) for i in range(len(self.b.tools)))
+        return [c for c in calls if c]
+
+    def call(self, level: int, i: int, s: int, t: int) -> str | None:
+        """Tool i at `level`, moving the covered set from `s` to `t`."""
+        key = (level, i, s, t)
+        if key not in self._calls:
+            self._calls[key] = None  # recursion guard
+            self._calls[key] = self._build_call(level, i, s, t)
+        return self._calls[key]
+
+    def _build_call(self, level: int, i: int, s: int, t: int) -> str | None:
+        from localagent.grammar.build import _call_object
+
+        tool = self.b.tools[i]
+        params = tool.parameters
+        props: dict[str, Schema] = params.get("properties") or {}
+        required = [k for k in props if k in set(params.get("required", []))]
+        if not required:
+            return self.b._call(level, i) if s == t else None
+        first = self._seq(level, i, 0, s, t)
+        if first is None:
+            return None
+        self.b.rules.root = params
+        tail = []
+        for k, schema in props.items():
+            if k in required:
+                continue
+            v = self.b.rules.value(schema, 1, lambda sch: self.b._fit_rule(
+                level + 1, sch, params), f"L{level}")
+            if v:
+                tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
+        args = " ".join(['"{"', first, *tail, '"}"'])
+        return self.b.rules.add(f"cc{level}", _call_object(
+            "function", tool.qualified_name, "args", args))
+
+    def _seq(self, level: int, i: int, p: int, s: int, t: int) -> str | None:
+        """Required arguments p.. of tool i (", "-separated), moving `s` to `t`."""
+        key = (level, i, p, s, t)
+        if key in self._seqs:
+            return self._seqs[key]
+        params = self.b.tools[i].parameters
+        props = params["properties"]
+        required = [k for k in props if k in set(params.get("required", []))]
+        name = required[p]
+        head = lit(jtext(name) + ": ")
+        alts = []
+        if p == len(required) - 1:
+            v = self.value(level, props[name], s, t, params)
+            if v:
+                alts.append(f"{head} {v}")
+        else:
+            for m in _between(s, t):
+                v = self.value(level, props[name], s, m, params)
+                rest = self._seq(level, i, p + 1, m, t) if v else None
+                if v and rest:
+                    alts.append(f'{head} {v} ", " {rest}')
+        rule = self.b.rules.add("cseq", " | ".join(alts)) if alts else None
+        self._seqs[key] = rule
+        return rule
+
+    def value(self, level: int, schema: Schema, s: int, t: int, root: Schema) -> str | None:
+        """An argument value of `schema` in a call at `level`, moving `s` to `t`."""
+        key = (level, json.dumps(schema, sort_keys=True, default=str) + str(id(root)), s, t)
+        if key in self._values:
+            return self._values[key]
+        self._values[key] = None
+        alts: list[str] = []
+        enum = schema.get("enum") if isinstance(schema, dict) else None
+        if enum and all(isinstance(v, str) for v in enum):
+            alts += [lit(jtext(v)) for v in enum if t == s | self.bit.get(v, 0)]
+        elif s == t:
+            self.b.rules.root = root
+            plain = self.b.rules.value(schema, 1, None, "")
+            if plain:
+                alts.append(plain)
+        if level + 1 <= self.b.depth:
+            for j, tool in enumerate(self.b.tools):
+                if fits(schema, tool.returns, root):
+                    c = self.call(level + 1, j, s, t)
+                    if c:
+                        alts.append(c)
+        rule = self.b.rules.add("cv", " | ".join(dict.fromkeys(alts))) if alts else None
+        self._values[key] = rule
+        return rule
+
+
+def _between(s: int, t: int) -> list[int]:
+    """Every m with s <= m <= t as sets (s a subset of m, m a subset of t)."""
+    free = t & ~s
+    out, m = [], free
+    while True:
+        out.append(s | m)
+        if m == 0:
+            return out
+        m = (m - 1) & free
