@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from localagent.grammar.jsonlark import Schema, jtext, lit
 from localagent.grammar.types import fits
+
+if TYPE_CHECKING:
+    from localagent.grammar.build import _TreeBuilder
 
 MAX_VALUES = 4
 
@@ -32,9 +36,10 @@ def coverable(values: Sequence[str]) -> bool:
 
 
 class CoveringRules:
-    """Builds the indexed rules into a tree builder's `LarkRules` (see `_TreeBuilder`)."""
+    """Builds the indexed rules into a tree builder's `LarkRules`; a call or value that
+    covers nothing new reuses the builder's own rules where it can."""
 
-    def __init__(self, builder, values: Sequence[str]) -> None:  # builder: _TreeBuilder
+    def __init__(self, builder: _TreeBuilder, values: Sequence[str]) -> None:
         self.b = builder
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.full = (1 << len(values)) - 1
