@@ -36,8 +36,8 @@ def coverable(values: Sequence[str]) -> bool:
 
 
 class CoveringRules:
-    """Builds the indexed rules into a tree builder's `LarkRules`; a call or value that
-    covers nothing new reuses the builder's own rules where it can."""
+    """Builds the indexed rules into a tree builder's `LarkRules`; a tool without required
+    arguments covers nothing and keeps the builder's own call rule."""
 
     def __init__(self, builder: _TreeBuilder, values: Sequence[str]) -> None:
         self.b = builder
