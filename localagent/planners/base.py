@@ -102,7 +102,8 @@ def generate_checked(
     for attempt in range(settings.retries + 1):
         if temperature == 0 and (truncated >= 2 or (used is None and rejected)):
             # Greedy decoding that ran out twice is stuck in a loop inside the grammar's
-            # bounds (a base model writing digits until the budget ends): sample instead.
+            # bounds (a base model writing digits until the budget ends), and a rejected
+            # free output would be written again: sample instead.
             temperature = TRUNCATION_TEMPERATURE
         kwargs: dict[str, Any] = {"max_tokens": budget, "stop": stop, "constraint": used,
                                   "temperature": temperature,
