@@ -19,24 +19,20 @@ import time
 from localagent.bench.suite import load_suite
 from localagent.bench.tools import build_registry
 from localagent.errors import LocalAgentError
-from localagent.grammars import ensure_complete, json_object_lost, parse_sequential, parse_tree
+from localagent.grammars import ensure_complete, json_object_lost
 from localagent.llm import load_llm
 from localagent.planners.base import PlannerSettings
-from localagent.planners.sequential import MAX_STEPS, SequentialPlanner
+from localagent.planners.sequential import SequentialPlanner
 from localagent.planners.techniques import Techniques
 from localagent.planners.tree import TreePlanner
 
 PLANNERS = {"tree": TreePlanner, "sequential": SequentialPlanner}
 
 
-def verdict(planner, goal: str, tools, completion) -> bool:
+def verdict(planner, tools, completion) -> bool:
     """Whether the planner's parser accepts the output (as `generate_checked` judges it)."""
     try:
-        text = ensure_complete(completion)
-        if isinstance(planner, TreePlanner):
-            parse_tree(text, tools, depth=planner.depth)
-        else:
-            parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True)
+        planner.parse(ensure_complete(completion), tools)
         return True
     except LocalAgentError:
         return False
@@ -73,7 +69,7 @@ def main() -> None:
                                           give_up=json_object_lost if cut else None)
                     seconds[cut] += time.perf_counter() - start
                     tokens[cut] += completion.usage.completion_tokens
-                    verdicts.append(verdict(planner, task.goal, tools, completion))
+                    verdicts.append(verdict(planner, tools, completion))
                 agree += verdicts[0] == verdicts[1]
             print(f"{model:28} {name:10} {tokens[False]:11} {tokens[True]:10} "
                   f"{tokens[True] / max(tokens[False], 1):6.3f} {seconds[False]:7.1f} "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
+from localagent.grammar.covering import CoveringRules, coverable
 from localagent.grammar.jsonlark import (
     FIRST_CHAR,
     TEXT_CHAR,
@@ -226,8 +227,6 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
-    from localagent.grammar.covering import coverable
-
     cover = tuple(cover) if coverable(cover) else ()
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover}
@@ -251,8 +250,6 @@ class _TreeBuilder:
 
     def build(self) -> str:
         if self.cover:
-            from localagent.grammar.covering import CoveringRules
-
             calls = CoveringRules(self, self.cover).roots()
             if not calls:
                 raise ConstraintError("no plan can pass every named value "

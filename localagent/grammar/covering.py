@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from localagent.grammar.jsonlark import Schema, jtext, lit
-from localagent.grammar.types import fits
+from localagent.grammar.types import fits, string_enum
 
 if TYPE_CHECKING:
     from localagent.grammar.build import _TreeBuilder
@@ -66,7 +66,7 @@ class CoveringRules:
         tool = self.b.tools[i]
         params = tool.parameters
         props: dict[str, Schema] = params.get("properties") or {}
-        required = [k for k in props if k in set(params.get("required", []))]
+        required = _required(params)
         if not required:
             return self.b._call(level, i) if s == t else None
         first = self._seq(level, i, 0, s, t)
@@ -92,7 +92,7 @@ class CoveringRules:
             return self._seqs[key]
         params = self.b.tools[i].parameters
         props = params["properties"]
-        required = [k for k in props if k in set(params.get("required", []))]
+        required = _required(params)
         name = required[p]
         head = lit(jtext(name) + ": ")
         alts = []
@@ -117,8 +117,8 @@ class CoveringRules:
             return self._values[key]
         self._values[key] = None
         alts: list[str] = []
-        enum = schema.get("enum") if isinstance(schema, dict) else None
-        if enum and all(isinstance(v, str) for v in enum):
+        enum = string_enum(schema)
+        if enum:
             alts += [lit(jtext(v)) for v in enum if t == s | self.bit.get(v, 0)]
         elif s == t:
             self.b.rules.root = root
@@ -134,6 +134,12 @@ class CoveringRules:
         rule = self.b.rules.add("cv", " | ".join(dict.fromkeys(alts))) if alts else None
         self._values[key] = rule
         return rule
+
+
+def _required(params: Schema) -> list[str]:
+    """The required arguments in schema order (the order jsonlark writes them)."""
+    needed = set(params.get("required", []))
+    return [k for k in params.get("properties") or {} if k in needed]
 
 
 def _between(s: int, t: int) -> list[int]:

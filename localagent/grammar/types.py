@@ -19,6 +19,12 @@ Schema = dict[str, Any]
 ANY = "any"
 
 
+def string_enum(schema: Any) -> list[str]:
+    """The values of a closed set of strings (a `Literal` key), else []."""
+    enum = schema.get("enum") if isinstance(schema, dict) else None
+    return list(enum) if enum and all(isinstance(v, str) for v in enum) else []
+
+
 def json_types(schema: Any, root: Schema | None = None, _depth: int = 0) -> set[str]:
     """The JSON types a schema admits; {"any"} for an unconstrained schema."""
     if not isinstance(schema, dict) or _depth > 8:

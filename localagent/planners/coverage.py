@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from localagent.grammar.types import string_enum
 from localagent.planners.grounding import asks_for_text
-from localagent.planners.mentions import string_enum
 from localagent.tools.spec import ToolSpec
 
 SHORT = 2  # values this short must match the goal's case

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from localagent.grammar.types import string_enum
 from localagent.tools.spec import ToolSpec
 
 
@@ -40,12 +41,6 @@ def goal_numbers(goal: str) -> list[int | float]:
         number = float(text)
         found.append(int(number) if number.is_integer() else number)
     return list(dict.fromkeys([*found, *CONSTANTS]))
-
-
-def string_enum(schema: Any) -> list[str]:
-    """The values of a closed set of strings (a `Literal` key), else []."""
-    enum = schema.get("enum") if isinstance(schema, dict) else None
-    return list(enum) if enum and all(isinstance(v, str) for v in enum) else []
 
 
 def _anchor(schema: Any, goal: str) -> Any:

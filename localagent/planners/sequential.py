@@ -14,7 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
-from localagent.grammars import Bounds, json_object_lost, parse_sequential, sequential_plan
+from localagent.grammars import (
+    Bounds,
+    ParsedPlan,
+    json_object_lost,
+    parse_sequential,
+    sequential_plan,
+)
 from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
 from localagent.planners.base import (
@@ -80,6 +86,10 @@ class SequentialPlanner:
         return sequential_prompt(goal, shown, choose_examples(goal, t),
                                  reasoning=t.shows_reasoning)
 
+    def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
+        """The model's output as a checked plan over `tools` (raises when rejected)."""
+        return parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True)
+
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedSequence | None = None, error: str = "",
              settings: PlannerSettings | None = None) -> PlannedSequence:
@@ -91,7 +101,7 @@ class SequentialPlanner:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
             self.llm, messages,
-            lambda text: parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True),
+            lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools),
             give_up=json_object_lost)
         return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
-from localagent.grammars import Bounds, json_object_lost, parse_tree, tree_plan
+from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.planners.base import (
@@ -83,6 +83,10 @@ class TreePlanner:
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
                            reasoning=self.reasoning)
 
+    def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
+        """The model's output as a checked plan over `tools` (raises when rejected)."""
+        return parse_tree(text, tools, depth=self.depth)
+
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedTree | None = None, error: str = "",
              settings: PlannerSettings | None = None) -> PlannedTree:
@@ -93,7 +97,7 @@ class TreePlanner:
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(
-            self.llm, messages, lambda text: parse_tree(text, tools, depth=self.depth),
+            self.llm, messages, lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
             give_up=json_object_lost)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
