@@ -9,6 +9,13 @@ values (a string-returning lookup into a `Literal` of names): no grammar can pro
 value is one of the listed ones, but without this a chain such as
 `GetSalary(name=GetDriver(vehicle="Ember"))` could never be planned; the executor checks
 the value when the call runs. A const parameter accepts no call.
+
+A callee that declares its values (`-> Literal["Priya", "Hugo"]`) fits only where every one
+of them is admitted: into an enum parameter that declares them all, or into a parameter of
+their type. So `GetMileage(vehicle=GetDriver(...))` is not a plan when GetDriver returns
+people and `vehicle` takes vehicles: a small model's commonest runaway nesting, measured on
+the generalisation suite. The parameter's declared values count, not the ones a planner
+narrowed it to for literals (`mentions` keeps them under `DECLARED`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from typing import Any
 
 Schema = dict[str, Any]
 ANY = "any"
+# An enum's values before a planner narrowed them; None: the parameter was an open type
+# (a number narrowed to the goal's numbers), judged by its "type".
+DECLARED = "x-declared-enum"
 
 
 def string_enum(schema: Any) -> list[str]:
@@ -61,12 +71,29 @@ def fits(param: Schema, returns: Schema, root: Schema | None = None) -> bool:
     if enum:  # the call must return the very type of the values
         p = _enum_value_types(param, root)
     r = json_types(returns)
+    if "enum" in r:
+        return _values_fit(param, returns, root, p if not enum else set())
     if not enum and (ANY in p or "string" in p):
         return True
     if not r or ANY in r or "enum" in r:
         return False
     widened = set(p) | ({"integer"} if "number" in p else set())
     return r <= widened
+
+
+def _values_fit(param: Schema, returns: Schema, root: Schema | None, types: set[str]) -> bool:
+    """Whether every value a callee declares (`enum`/`const` return) is admitted by `param`:
+    one of its declared values, or else a value of one of its JSON types."""
+    values = [returns["const"]] if "const" in returns else list(returns.get("enum", []))
+    enum = _enum_schema(param, root)
+    if enum is not None:
+        declared = enum.get(DECLARED, enum["enum"])
+        if declared is not None:
+            return bool(values) and all(v in declared for v in values)
+        types = {enum["type"]} if isinstance(enum.get("type"), str) else {ANY}
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    widened = set(types) | ({"integer"} if "number" in types else set())
+    return bool(values) and (ANY in types or all(names.get(type(v)) in widened for v in values))
 
 
 def _enum_schema(param: Any, root: Schema | None) -> Schema | None:

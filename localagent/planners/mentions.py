@@ -7,9 +7,9 @@ set of values (an enum: a `Literal` in the plugin), the planner's copy of the fu
 keeps only the values the goal mentions; when the goal mentions none, no literal is left,
 so the grammar admits only a nested call (tree) or a step reference (sequential) there:
 the value must be looked up. A number argument may be a number the goal states or one of
-a few everyday constants (`CONSTANTS`: 2 for an average, 100 for a percentage...), else it
-too must come from a call; this stops the "digit soup" of nested arithmetic on invented
-numbers. Open strings are left alone.
+a few everyday constants (`CONSTANTS`: 2 for an average, 100 for a percentage, a million
+for figures given "in millions"...), else it too must come from a call; this stops the
+"digit soup" of nested arithmetic on invented numbers. Open strings are left alone.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from localagent.grammar.types import string_enum
+from localagent.grammar.types import DECLARED, string_enum
 from localagent.tools.spec import ToolSpec
 
 
@@ -28,7 +28,7 @@ def mentioned(value: str, goal: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", goal.lower()) is not None
 
 
-CONSTANTS = (0, 1, 2, 3, 4, 5, 10, 12, 24, 60, 100, 1000)
+CONSTANTS = (0, 1, 2, 3, 4, 5, 10, 12, 24, 60, 100, 1000, 1000000)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
 
 
@@ -48,12 +48,13 @@ def _anchor(schema: Any, goal: str) -> Any:
         return schema
     enum = schema.get("enum")
     if string_enum(schema):
-        return {**schema, "enum": [v for v in enum if mentioned(v, goal)]}
+        return {**schema, "enum": [v for v in enum if mentioned(v, goal)],
+                DECLARED: schema.get(DECLARED, enum)}
     if enum is None and schema.get("type") in ("number", "integer"):
         numbers = goal_numbers(goal)
         if schema["type"] == "integer":
             numbers = [n for n in numbers if isinstance(n, int)]
-        return {**schema, "enum": numbers}
+        return {**schema, "enum": numbers, DECLARED: None}
     return schema
 
 

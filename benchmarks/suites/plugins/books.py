@@ -65,7 +65,7 @@ class BookLibrary:
         return _book(title)[1]
 
     @tool(name="GetAuthor")
-    def get_author(self, title: TitleArg) -> str:
+    def get_author(self, title: TitleArg) -> Author:
         """Get the name of the author who wrote a book."""
         return _book(title)[0]
 

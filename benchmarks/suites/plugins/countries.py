@@ -40,7 +40,7 @@ class Countries:
     """Facts about eight countries: capital city, population and area."""
 
     @tool(name="GetCapital")
-    def get_capital(self, country: CountryArg) -> str:
+    def get_capital(self, country: CountryArg) -> Capital:
         """Get the capital city of a country."""
         return _country(country)[0]
 
@@ -55,7 +55,7 @@ class Countries:
         return _country(country)[2]
 
     @tool(name="CountryOfCapital")
-    def country_of_capital(self, capital: Annotated[Capital, "A capital city, e.g. Lima."]) -> str:
+    def country_of_capital(self, capital: Annotated[Capital, "A capital city, e.g. Lima."]) -> Country:
         """Get the country whose capital is the given city."""
         for country, (city, _, _) in COUNTRIES.items():
             if city == capital:

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from localagent.tools.decorator import tool
 
 Vehicle = Literal["Atlas", "Bison", "Condor", "Dingo", "Ember"]
+Driver = Literal["Priya", "Hugo", "Leena", "Rafael", "Amara"]  # people of the Staff plugin
 
 VEHICLES: dict[str, tuple[int, int, float, str]] = {
     "Atlas": (48200, 60, 7.5, "Priya"),
@@ -50,6 +51,6 @@ class Fleet:
         return _vehicle(vehicle)[2]
 
     @tool(name="GetDriver")
-    def get_driver(self, vehicle: VehicleArg) -> str:
+    def get_driver(self, vehicle: VehicleArg) -> Driver:
         """Get the name of the person who drives a vehicle."""
         return _vehicle(vehicle)[3]

@@ -54,6 +54,6 @@ class League:
         self,
         team_a: Annotated[Team, "The first team."],
         team_b: Annotated[Team, "The second team."],
-    ) -> str:
+    ) -> Team:
         """Of two teams, get the name of the one with more points."""
         return team_a if _team(team_a)[0] >= _team(team_b)[0] else team_b

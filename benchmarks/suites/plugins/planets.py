@@ -58,6 +58,6 @@ class Planets:
         self,
         planet_a: Annotated[Planet, "The first planet."],
         planet_b: Annotated[Planet, "The second planet."],
-    ) -> str:
+    ) -> Planet:
         """Of two planets, get the name of the one farther from the sun."""
         return planet_a if _planet(planet_a)[2] >= _planet(planet_b)[2] else planet_b

@@ -47,12 +47,12 @@ class Staff:
         return _person(name)[1]
 
     @tool(name="GetDepartment")
-    def get_department(self, name: Name) -> str:
+    def get_department(self, name: Name) -> Department:
         """Get the department an employee works in."""
         return _person(name)[0]
 
     @tool(name="GetManager")
-    def get_manager(self, name: Name) -> str:
+    def get_manager(self, name: Name) -> Employee:
         """Get the name of an employee's manager."""
         manager = _person(name)[2]
         if manager is None:
