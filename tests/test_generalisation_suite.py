@@ -169,3 +169,52 @@ def test_solution_must_be_a_plan_mapping(tmp_path: Path) -> None:
     bad.write_text(body % "MathPlugin.add")
     with pytest.raises(UsageError, match="'solution' must be a plan mapping"):
         load_suite(bad)
+
+
+# --- the grammar techniques never rule out a reference plan ----------------------------
+
+def _tree_grammar(task: Task, spec: str):
+    from localagent.llm import ScriptedLLM
+    from localagent.planners.base import PlannerSettings
+    from localagent.planners.techniques import Techniques
+    from localagent.planners.tree import TreePlanner
+
+    planner = TreePlanner(ScriptedLLM([]), build_registry(task).specs(),
+                          PlannerSettings(techniques=Techniques.parse(spec)))
+    return planner.constraint(planner.tools_for(task.goal), task.goal)
+
+
+@pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
+def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
+    """`mentions`, typed nesting (declared return values), `answer` and `cover` narrow the
+    tree grammar; a narrowing that forbade a right plan would cost accuracy silently."""
+    import json
+
+    from localagent.llm.constrained import matches
+
+    text = json.dumps(task.solution, separators=(", ", ": "))
+    grammar = _tree_grammar(task, "mentions+cover+answer")
+    assert matches(grammar, text), task.solution
+
+
+def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model() -> None:
+    """Plans the default model wrote (results of the generalisation suite, stop 12)."""
+    import json
+
+    from localagent.llm.constrained import matches
+
+    def plan(node: dict) -> str:
+        return json.dumps(node, separators=(", ", ": "))
+
+    def call(function: str, **args: Any) -> dict:
+        return {"function": function, "args": args}
+
+    mileage = TASKS["lookup-mileage-bison"]  # GetDriver returns people, not vehicles
+    wrong = call("Fleet.GetMileage", vehicle=call("Fleet.GetDriver", vehicle="Bison"))
+    right = call("Fleet.GetMileage", vehicle="Bison")
+    grammar = _tree_grammar(mileage, "mentions")
+    assert matches(grammar, plan(right)) and not matches(grammar, plan(wrong))
+    wins = TASKS["conditional-wins-of-top-falcons-otters"]  # "how many": a number
+    top = call("League.TopTeam", team_a="Falcons", team_b="Otters")
+    for spec, admitted in (("mentions", True), ("mentions+answer", False)):
+        assert matches(_tree_grammar(wins, spec), plan(top)) is admitted, spec

@@ -419,3 +419,38 @@ def test_cover_tree_planner_builds_the_covering_grammar_from_the_goal(registry) 
     shallow = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
         techniques=Techniques.parse("cover")), depth=2)
     assert shallow.constraint(None, INVOICE_GOAL) == shallow.constraint()  # cannot cover
+
+
+# --- answer: the outermost call returns the kind of value asked for -----------------------
+
+def test_answer_kind_reads_the_question_word_not_relative_clauses() -> None:
+    from localagent.planners.answer_kind import answer_kind
+
+    cases = {
+        "How many moons does Neptune have?": "number",
+        "Of the Falcons and the Otters, how many matches has the team with more points won?":
+            "number",
+        "In which department does the driver of the vehicle Atlas work?": "name",
+        "Who works in the same department as Yuki?": "name",
+        "List all the library's books by the author of The Quiet Engine.": "name",
+        "What is the yearly salary of the person who drives the vehicle Ember?": None,
+        "What is the capital of Kenya?": None,
+        "Summarize this text: 'Bees, which fly, pollinate.'": None,
+        "Translate the note, which is short, into French.": None,
+        "Company F's invoice is in EUR. How much is it in USD?": "number",
+    }
+    for goal, kind in cases.items():
+        assert answer_kind(goal) == kind, goal
+
+
+def test_answer_roots_keep_the_functions_of_the_asked_kind(registry) -> None:
+    from localagent.planners.answer_kind import answer_roots
+
+    tools = demo(registry) + [s for s in registry.specs() if s.plugin == "PersonalAssistant"]
+    returns = {t.qualified_name: t.returns for t in tools}
+    roots = answer_roots("How much is the invoice of company C?", tools)
+    assert roots and "DemoPlugin.Total" in roots
+    assert all(returns[r].get("type") in ("number", "integer") for r in roots)
+    assert len(roots) < len(tools)
+    assert answer_roots("What is the invoice of company C?", tools) is None  # no question word
+    assert answer_roots("How much is it?", demo(registry)) is None  # every root is numeric

@@ -218,21 +218,25 @@ def _unrolled_steps(steps: list[str]) -> str:
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
-              cover: Sequence[str] = (), bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+              cover: Sequence[str] = (), roots: Sequence[str] | None = None,
+              bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
 
     `cover`: enum values that the plan must each pass to some call (grammar/covering.py;
-    ignored unless 1..4 values).
+    ignored unless 1..4 values). `roots`: the qualified names the outermost call may have
+    (None: any function).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
     cover = tuple(cover) if coverable(cover) else ()
+    root_names = None if roots is None else tuple(sorted(roots))
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
-               "bounds": bounds, "steps": reasoning_steps, "cover": cover}
+               "bounds": bounds, "steps": reasoning_steps, "cover": cover,
+               "roots": root_names}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
-        tools, depth, bounds, reasoning_chars, reasoning_steps, cover).build())
+        tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names).build())
 
 
 class _TreeBuilder:
@@ -241,21 +245,23 @@ class _TreeBuilder:
 
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
                  reasoning_chars: int, reasoning_steps: bool = False,
-                 cover: Sequence[str] = ()) -> None:
+                 cover: Sequence[str] = (), roots: Sequence[str] | None = None) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.steps, self.cover = reasoning_steps, tuple(cover)
+        self.roots = [i for i, t in enumerate(self.tools)
+                      if roots is None or t.qualified_name in roots]
         self.rules = LarkRules(bounds)
         self._calls: dict[tuple[int, int], str | None] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
 
     def build(self) -> str:
         if self.cover:
-            calls = CoveringRules(self, self.cover).roots()
+            calls = CoveringRules(self, self.cover).roots(self.roots)
             if not calls:
                 raise ConstraintError("no plan can pass every named value "
                                       f"({', '.join(self.cover)}) to a call")
         else:
-            calls = [c for c in (self._call(1, i) for i in range(len(self.tools))) if c]
+            calls = [c for c in (self._call(1, i) for i in self.roots) if c]
         if not calls:
             raise ConstraintError("no function can be called: every argument schema admits "
                                   "no value")

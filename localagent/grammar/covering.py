@@ -47,9 +47,9 @@ class CoveringRules:
         self._values: dict[tuple[int, str, int, int], str | None] = {}
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
 
-    def roots(self) -> list[str]:
-        """The level-1 calls that cover every named value."""
-        calls = (self.call(1, i, 0, self.full) for i in range(len(self.b.tools)))
+    def roots(self, tools: Sequence[int]) -> list[str]:
+        """The level-1 calls of `tools` (indices) that cover every named value."""
+        calls = (self.call(1, i, 0, self.full) for i in tools)
         return [c for c in calls if c]
 
     def call(self, level: int, i: int, s: int, t: int) -> str | None:

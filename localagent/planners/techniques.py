@@ -21,6 +21,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
+| answer        | tree               | the outermost call must return the kind of value the      |
+|               |                    | question asks for: "how many" a number, "which" a name    |
+|               |                    | (answer_kind.py)                                          |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
@@ -52,6 +55,7 @@ class Techniques:
     mentions: bool = True
     grounded: bool = False
     cover: bool = False
+    answer: bool = False
     backrefs: bool = True
     replan: int = 0
     vote: int = 1
@@ -66,7 +70,8 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, backrefs=False, replan=0, vote=1)
+                          grounded=False, cover=False, answer=False, backrefs=False, replan=0,
+                          vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

@@ -17,6 +17,7 @@ from localagent.errors import ConstraintError
 from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
+from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     GenerationLog,
     PlannerSettings,
@@ -66,16 +67,23 @@ class TreePlanner:
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
-        the goal names (grammar/covering.py), unless no plan over these tools can."""
+        the goal names (grammar/covering.py); with `answer`, one whose outermost call
+        returns the kind of value the goal asks for (answer_kind.py). A restriction that
+        no plan over these tools can meet is dropped (`answer` first)."""
         shown = self.tools if tools is None else tools
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": self.techniques.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0}
         cover = named_enum_values(goal, shown) if self.techniques.cover and goal else []
-        if cover:
-            try:
-                return tree_plan(shown, cover=cover, **options)
-            except ConstraintError:
-                pass  # e.g. a named value that no required argument takes
+        roots = answer_roots(goal, shown) if self.techniques.answer and goal else None
+        tried: list[dict] = []
+        for extra in ({"cover": cover, "roots": roots}, {"cover": cover, "roots": None},
+                      {"cover": [], "roots": roots}):
+            if (extra["cover"] or extra["roots"]) and extra not in tried:
+                tried.append(extra)
+                try:
+                    return tree_plan(shown, **extra, **options)
+                except ConstraintError:
+                    pass  # e.g. a named value that no required argument takes
         return tree_plan(shown, **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:

@@ -1,0 +1,74 @@
+"""The `answer` technique: the plan's outermost call returns the kind of value asked for.
+
+Why: on the generalisation suite the default model often writes a plan whose last call
+answers a different question: "Of the Falcons and the Otters, how many matches has the
+team with more points won?" planned as `TopTeam(Falcons, Otters)` (a team, not a count),
+and "Which team has more points, the Wolves or the Otters?" as arithmetic on points. The
+question word says which kind of value the answer is, the way question-answering systems
+have long typed their answers: "how many / how much / how far ..." asks for a number;
+"who / which / whose" and "name / list" ask for a name or a list. The tree grammar then
+admits at its root only the functions whose declared return type is of that kind.
+
+Only the head of a question counts: a question word at the start of the goal or of a
+clause after a comma ("Of the Badgers and the Lynx, which team ..."), optionally after a
+preposition ("In which department ..."). A relative "who" ("the person who drives the
+vehicle Ember") is not a question. English only; a goal with no recognised question word
+("What is the capital of Kenya?", "Write a poem") leaves the root open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from localagent.grammar.types import ANY, json_types
+from localagent.tools.spec import ToolSpec
+
+AnswerKind = Literal["number", "name"]
+
+_HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
+_NUMBER = re.compile(_HEAD + r"how\s+(?:many|much|far|long|old|large|big|heavy|tall|often|"
+                     r"fast|high|deep|wide)\b", re.IGNORECASE)
+_NAME = re.compile(_HEAD + r"(?:who|whom|whose|which|name|list)\b", re.IGNORECASE)
+NUMBERS = {"number", "integer"}
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def answer_kind(goal: str) -> AnswerKind | None:
+    """The kind of answer `goal` asks for, from its first question word (None: unknown).
+    Quoted text is not the question; a question word after a comma counts only when the
+    goal is a question (ends with "?"): else ", which" is a relative clause."""
+    text = _QUOTED.sub("''", goal.strip())
+    if not text.endswith("?"):
+        text = text[:1] and re.split(r"[,;:.?!]\s", text, maxsplit=1)[0]
+    found = [(m.start(), kind) for kind, rx in (("number", _NUMBER), ("name", _NAME))
+             for m in [rx.search(text)] if m]
+    return min(found)[1] if found else None  # type: ignore[return-value]
+
+
+def returns_kind(tool: ToolSpec, kind: AnswerKind) -> bool:
+    """Whether `tool` may give an answer of `kind`. An undeclared return type may be
+    anything, so it stays admitted."""
+    types = json_types(tool.returns) if tool.returns else {ANY}
+    if "enum" in types:  # a Literal return: judge its values
+        values = tool.returns.get("enum", [tool.returns.get("const")])
+        names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+        types = (types - {"enum"}) | {names.get(type(v), ANY) for v in values}
+    if ANY in types:
+        return True
+    if kind == "number":
+        return bool(types & NUMBERS)
+    return bool(types - NUMBERS)
+
+
+def answer_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
+    """The functions a plan for `goal` may end with (None: any). When no tool returns the
+    kind asked for, the root stays open rather than admitting no plan at all."""
+    kind = answer_kind(goal)
+    if kind is None:
+        return None
+    roots = [t.qualified_name for t in tools if returns_kind(t, kind)]
+    return roots if roots and len(roots) < len(tools) else None
