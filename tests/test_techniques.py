@@ -454,3 +454,19 @@ def test_answer_roots_keep_the_functions_of_the_asked_kind(registry) -> None:
     assert len(roots) < len(tools)
     assert answer_roots("What is the invoice of company C?", tools) is None  # no question word
     assert answer_roots("How much is it?", demo(registry)) is None  # every root is numeric
+
+
+def test_compact_writes_the_task_as_the_examples_are_written(registry) -> None:
+    goal = "What is the invoice of company C plus the invoice of company F?"
+    tools = demo(registry)
+    for spec in ("mentions+compact", "mentions"):
+        planner = TreePlanner(ScriptedLLM([]), tools, PlannerSettings(
+            techniques=Techniques.parse(spec)))
+        user = planner.messages(goal, planner.tools_for(goal))[-1]["content"]
+        task = user.split("Now the real task.")[1]
+        compact = "compact" in spec
+        assert task.count("Functions: ") == (1 if compact else 0), task
+        assert ("[AVAILABLE FUNCTIONS]" in task) is not compact
+        if compact:  # the narrowed company shown, the numbers by their type
+            assert 'DemoPlugin.GetInvoice(company: "C" | "F") -> integer' in task, task
+            assert "DemoPlugin.Total(value1: number, value2: number) -> number" in task, task

@@ -12,12 +12,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from localagent.grammar.build import HERMES, CallFormat
+from localagent.grammar.types import DECLARED
 from localagent.tools.spec import ToolSpec
 
 
 def _type(schema: Any) -> str:
     if not isinstance(schema, dict) or not schema:
         return "any"
+    if "enum" in schema and DECLARED in schema and (
+            schema[DECLARED] is None or not schema["enum"]):
+        # narrowed by a planner (`mentions`): an open number, or a key that must be
+        # looked up; the grammar holds the admitted values, the prompt the plain type
+        return str(schema.get("type", "any"))
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
     for combo in ("anyOf", "oneOf"):
@@ -35,7 +41,17 @@ def signature(tool: ToolSpec) -> str:
     required = set(tool.parameters.get("required", []))
     args = ", ".join(f"{k}{'' if k in required else '?'}: {_type(s)}" for k, s in props.items())
     desc = " ".join(tool.description.split())
-    return f"{tool.qualified_name}({args}) -> {_type(tool.returns)}: {desc}"
+    return f"{tool.qualified_name}({args}) -> {_returns(tool.returns)}: {desc}"
+
+
+def _returns(schema: Any) -> str:
+    """A return type: a Literal's values are named by their type (`string`), as in the
+    solved examples; listing nine names after every lookup is noise in a one-line form."""
+    values = schema.get("enum") if isinstance(schema, dict) else None
+    if values:
+        names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+        return " | ".join(dict.fromkeys(names.get(type(v), "any") for v in values))
+    return _type(schema)
 
 
 def manual(tools: Sequence[ToolSpec]) -> str:

@@ -23,11 +23,24 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _signatures(tools: Sequence[ToolSpec]) -> str:
+    return " ".join(signature(t) for t in tools)
+
+
 def _shots(examples: Sequence[SolvedPlan], write: Callable[[SolvedPlan], dict[str, Any]]) -> str:
     """Each example with the signatures of the functions it uses, its goal and its plan."""
     return "\n\n".join(
-        f"Functions: {' '.join(signature(t) for t in ex.tools)}\n"
+        f"Functions: {_signatures(ex.tools)}\n"
         f"Goal: {ex.goal}\nPlan: {_dump(write(ex))}" for ex in examples)
+
+
+def _task(goal: str, tools: Sequence[ToolSpec], compact: bool) -> str:
+    """The real task after the examples. `compact` (a technique): written exactly as an
+    example is (one signature line), so the model continues a pattern it has just seen
+    three times; else the full manual, one block per function."""
+    if compact:
+        return f"Now the real task.\n\nFunctions: {_signatures(tools)}\nGoal: {goal}\nPlan:"
+    return f"Now the real task. Functions:\n{render_manual(tools)}\n\nGoal: {goal}\nPlan:"
 
 
 TREE_SYSTEM = (
@@ -40,7 +53,7 @@ TREE_REASONING = (" First list the steps in \"reasoning\", one function call per
 
 
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
-                reasoning: bool = True) -> list[dict[str, str]]:
+                reasoning: bool = True, compact: bool = False) -> list[dict[str, str]]:
     """Chat messages for the tree planner: examples over other functions, the manual, the goal.
 
     Order: what changes least comes first, so consecutive goals share the longest prompt
@@ -52,8 +65,7 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
 
     system = TREE_SYSTEM + (TREE_REASONING if reasoning else "")
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"Now the real task. Functions:\n{render_manual(tools)}\n\n"
-            f"Goal: {goal}\nPlan:")
+            f"{_task(goal, tools, compact)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -71,7 +83,7 @@ SEQUENTIAL_REASONING = " First list the steps in \"reasoning\", then write the s
 
 
 def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan],
-                      *, reasoning: bool = True) -> list[dict[str, str]]:
+                      *, reasoning: bool = True, compact: bool = False) -> list[dict[str, str]]:
     """Chat messages for the sequential planner (Semantic Kernel BasicPlanner's idea, with
     ReWOO-style `$k` references so that one step can combine two earlier results)."""
     def write(ex: SolvedPlan) -> dict[str, Any]:
@@ -80,8 +92,7 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
 
     system = SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_REASONING if reasoning else "")
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"Now the real task. Functions:\n{render_manual(tools)}\n\n"
-            f"Goal: {goal}\nPlan:")
+            f"{_task(goal, tools, compact)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

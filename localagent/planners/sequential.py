@@ -84,7 +84,7 @@ class SequentialPlanner:
         t = self.techniques
         shown = self.tools if tools is None else tools
         return sequential_prompt(goal, shown, choose_examples(goal, t),
-                                 reasoning=t.shows_reasoning)
+                                 reasoning=t.shows_reasoning, compact=t.compact)
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""

@@ -24,6 +24,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | answer        | tree               | the outermost call must return the kind of value the      |
 |               |                    | question asks for: "how many" a number, "which" a name    |
 |               |                    | (answer_kind.py)                                          |
+| compact       | tree, sequential   | the real task's functions written as one signature line,  |
+|               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
@@ -56,6 +58,7 @@ class Techniques:
     grounded: bool = False
     cover: bool = False
     answer: bool = False
+    compact: bool = False
     backrefs: bool = True
     replan: int = 0
     vote: int = 1
@@ -70,8 +73,8 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, answer=False, backrefs=False, replan=0,
-                          vote=1)
+                          grounded=False, cover=False, answer=False, compact=False,
+                          backrefs=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

@@ -89,7 +89,7 @@ class TreePlanner:
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         examples = choose_examples(goal, self.techniques)
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
-                           reasoning=self.reasoning)
+                           reasoning=self.reasoning, compact=self.techniques.compact)
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""
