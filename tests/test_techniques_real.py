@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from localagent.agent import Agent
 from localagent.llm.recording import RecordingLLM
@@ -107,3 +108,55 @@ def test_cover_tool_calling_looks_up_the_named_city_before_answering(default_llm
     answered = [s for s in result.steps if s.get("answer") is not None]
     assert not answered or result.steps.index(answered[0]) > result.steps.index(
         next(s for s in result.steps if athens[0] in s.get("calls", []))), result.to_dict()
+
+
+def _suite_agent(llm, spec: str, task_id: str):
+    """An agent over the generalisation suite's tools (all 28), and that task's goal."""
+    from localagent.bench.suite import load_suite
+    from localagent.bench.tools import build_registry
+
+    suite = load_suite(Path(__file__).resolve().parent.parent / "benchmarks" / "suites"
+                       / "generalisation.yaml")
+    task = next(t for t in suite.tasks if t.id == task_id)
+    return Agent(llm, registry=build_registry(task, llm), settings=PlannerSettings(
+        techniques=Techniques.parse(spec))), task
+
+
+def _calls(node: object, key: str = "") -> list[tuple[str, str]]:
+    """(argument name it fills, function) of every call in a plan dict."""
+    if isinstance(node, dict):
+        own = [(key, node["function"])] if node.get("kind") == "call" else []
+        return own + [c for k, v in node.items() for c in _calls(v, k if k != "args" else key)]
+    if isinstance(node, list):
+        return [c for v in node for c in _calls(v, key)]
+    return []
+
+
+def test_answer_roots_the_plan_in_a_number_for_a_how_many_goal(default_llm) -> None:
+    """Without `answer` the default model planned TopTeam(Falcons, Otters) here: a team."""
+    runner, task = _suite_agent(default_llm, "mentions+answer",
+                                "conditional-wins-of-top-falcons-otters")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    root = result.plan["root"]["function"]
+    returns = runner.registry.get(root).spec.returns
+    assert returns.get("type") in ("integer", "number"), (root, returns)
+
+
+def test_typed_nesting_keeps_people_out_of_a_vehicle_argument(default_llm) -> None:
+    """Before typed nesting: GetMileage(GetDriver(GetDriver(GetDriver("Bison"))))."""
+    runner, task = _suite_agent(default_llm, "mentions", "lookup-mileage-bison")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    filled = _calls(result.plan["root"])
+    assert not [f for arg, f in filled if arg == "vehicle" and f == "Fleet.GetDriver"], filled
+
+
+def test_compact_prompt_writes_the_task_like_the_examples(default_llm) -> None:
+    recording = RecordingLLM(default_llm, keep_prompts=True)
+    result = agent(recording, "mentions+compact", DemoPlugin).run(
+        "What is the total of the invoices of company C and company F?", planner="tree")
+    prompt = recording.take()[0].prompt
+    assert "[AVAILABLE FUNCTIONS]" not in prompt
+    assert 'DemoPlugin.GetInvoice(company: "C" | "F") -> integer' in prompt
+    assert result.plan is not None, result.to_dict()
