@@ -176,9 +176,10 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
-    for planner in (ReactPlanner(ScriptedLLM([]), tools), TreePlanner(ScriptedLLM([]), tools),
+    for planner in (ReactPlanner(ScriptedLLM([]), tools),
                     SequentialPlanner(ScriptedLLM([]), tools)):
         assert planner.techniques == Techniques(), planner.kind
+    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------
