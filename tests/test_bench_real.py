@@ -16,7 +16,7 @@ from conftest import DEFAULT_MODEL
 from localagent.bench.cli import DEFAULT_SUITE, main
 from localagent.bench.compare import judge
 from localagent.bench.suite import load_suite
-from localagent.planners.techniques import Techniques
+from localagent.planners.techniques import default_techniques
 
 TASKS = "single-invoice-d,single-uppercase"
 
@@ -63,4 +63,5 @@ def test_real_model_benchmark_runs_and_resumes(tmp_path: Path, capsys: Any) -> N
     assert "2 runs, 2 already done" in capsys.readouterr().out
     assert (tmp_path / "runs.jsonl").read_text(encoding="utf-8").splitlines() == lines
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
-    assert summary[0]["runs"] == 2 and summary[0]["planner"] == f"tree ({Techniques().label})"
+    label = default_techniques("tree").label
+    assert summary[0]["runs"] == 2 and summary[0]["planner"] == f"tree ({label})"
