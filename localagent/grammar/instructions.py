@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from localagent.grammar.build import HERMES, CallFormat
-from localagent.grammar.types import DECLARED
+from localagent.grammar.types import DECLARED, value_type
 from localagent.tools.spec import ToolSpec
 
 
@@ -49,8 +49,7 @@ def _returns(schema: Any) -> str:
     solved examples; listing nine names after every lookup is noise in a one-line form."""
     values = schema.get("enum") if isinstance(schema, dict) else None
     if values:
-        names = {bool: "boolean", int: "integer", float: "number", str: "string"}
-        return " | ".join(dict.fromkeys(names.get(type(v), "any") for v in values))
+        return " | ".join(dict.fromkeys(value_type(v) for v in values))
     return _type(schema)
 
 

@@ -29,6 +29,14 @@ ANY = "any"
 DECLARED = "x-declared-enum"
 
 
+_JSON_TYPE = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def value_type(value: Any) -> str:
+    """The JSON type of a Python value ("enum" for anything else, e.g. None)."""
+    return _JSON_TYPE.get(type(value), "enum")
+
+
 def string_enum(schema: Any) -> list[str]:
     """The values of a closed set of strings (a `Literal` key), else []."""
     enum = schema.get("enum") if isinstance(schema, dict) else None
@@ -91,9 +99,8 @@ def _values_fit(param: Schema, returns: Schema, root: Schema | None, types: set[
         if declared is not None:
             return bool(values) and all(v in declared for v in values)
         types = {enum["type"]} if isinstance(enum.get("type"), str) else {ANY}
-    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
     widened = set(types) | ({"integer"} if "number" in types else set())
-    return bool(values) and (ANY in types or all(names.get(type(v)) in widened for v in values))
+    return bool(values) and (ANY in types or all(value_type(v) in widened for v in values))
 
 
 def _enum_schema(param: Any, root: Schema | None) -> Schema | None:
@@ -107,8 +114,7 @@ def _enum_value_types(param: Schema, root: Schema | None) -> set[str]:
     schema = _enum_schema(param, root)
     if schema is None:
         return set()
-    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
-    types = {names.get(type(v), "enum") for v in schema["enum"]}
+    types = {value_type(v) for v in schema["enum"]}
     if isinstance(schema.get("type"), str):
         types.add(schema["type"])
     return types - {"enum"} if "enum" not in types else set()

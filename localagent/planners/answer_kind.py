@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from localagent.grammar.types import ANY, json_types
+from localagent.grammar.types import ANY, json_types, value_type
 from localagent.tools.spec import ToolSpec
 
 AnswerKind = Literal["number", "name"]
@@ -31,10 +31,8 @@ _HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
 _NUMBER = re.compile(_HEAD + r"how\s+(?:many|much|far|long|old|large|big|heavy|tall|often|"
                      r"fast|high|deep|wide)\b", re.IGNORECASE)
 _NAME = re.compile(_HEAD + r"(?:who|whom|whose|which|name|list)\b", re.IGNORECASE)
-NUMBERS = {"number", "integer"}
-
-
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+NUMBERS = {"number", "integer"}
 
 
 def answer_kind(goal: str) -> AnswerKind | None:
@@ -55,8 +53,8 @@ def returns_kind(tool: ToolSpec, kind: AnswerKind) -> bool:
     types = json_types(tool.returns) if tool.returns else {ANY}
     if "enum" in types:  # a Literal return: judge its values
         values = tool.returns.get("enum", [tool.returns.get("const")])
-        names = {bool: "boolean", int: "integer", float: "number", str: "string"}
-        types = (types - {"enum"}) | {names.get(type(v), ANY) for v in values}
+        types = (types - {"enum"}) | {value_type(v) for v in values}
+        types = {ANY if t == "enum" else t for t in types}
     if ANY in types:
         return True
     if kind == "number":
