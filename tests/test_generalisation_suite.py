@@ -218,3 +218,44 @@ def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model(
     top = call("League.TopTeam", team_a="Falcons", team_b="Otters")
     for spec, admitted in (("mentions", True), ("mentions+answer", False)):
         assert matches(_tree_grammar(wins, spec), plan(top)) is admitted, spec
+
+
+@pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
+def test_sequential_answer_grammar_admits_the_reference_plan_as_steps(task: Task) -> None:
+    """The same for the sequential planner: the reference plan flattened into steps
+    (inner calls first, `$k` for a result) ends in a step of the kind asked for."""
+    import json
+
+    from localagent.llm import ScriptedLLM
+    from localagent.llm.constrained import matches
+    from localagent.planners.base import PlannerSettings
+    from localagent.planners.examples import flatten
+    from localagent.planners.sequential import SequentialPlanner
+    from localagent.planners.techniques import Techniques
+
+    planner = SequentialPlanner(ScriptedLLM([]), build_registry(task).specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions+backrefs+answer")))
+    grammar = planner.constraint(planner.tools_for(task.goal), task.goal)
+    text = json.dumps({"input": "", "subtasks": flatten(task.solution)},
+                      separators=(", ", ": "))
+    assert matches(grammar, text), text
+
+
+def test_sequential_answer_grammar_rejects_a_plan_ending_in_a_team_for_a_count() -> None:
+    import json
+
+    from localagent.llm import ScriptedLLM
+    from localagent.llm.constrained import matches
+    from localagent.planners.base import PlannerSettings
+    from localagent.planners.sequential import SequentialPlanner
+    from localagent.planners.techniques import Techniques
+
+    task = TASKS["conditional-wins-of-top-falcons-otters"]
+    ends_in_team = json.dumps({"input": "", "subtasks": [
+        {"function": "League.TopTeam", "args": {"team_a": "Falcons", "team_b": "Otters"}}]},
+        separators=(", ", ": "))
+    for spec, admitted in (("mentions+backrefs", True), ("mentions+backrefs+answer", False)):
+        planner = SequentialPlanner(ScriptedLLM([]), build_registry(task).specs(),
+                                    PlannerSettings(techniques=Techniques.parse(spec)))
+        grammar = planner.constraint(planner.tools_for(task.goal), task.goal)
+        assert matches(grammar, ends_in_team) is admitted, spec

@@ -126,6 +126,7 @@ def _bounded_text(n: int) -> str:
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
+                    roots: Sequence[str] | None = None,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -133,12 +134,16 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     place of a value of its type: "none"; "any" (`$1`..`$max_steps` in every step, so a
     forward reference parses and only the plan check rejects it); "backward" (step k may
     name only `$1`..`$(k-1)`: forward references cannot be written, at the price of one
-    call rule per tool and step).
+    call rule per tool and step). `roots`: the qualified names the last step may call
+    (None: any function).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
+    last = None if roots is None else {i for i, t in enumerate(tools)
+                                       if t.qualified_name in roots}
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
-               "refs": refs, "steps": reasoning_steps}
+               "refs": refs, "steps": reasoning_steps,
+               "roots": None if roots is None else sorted(roots)}
 
     def build() -> str:
         rules = LarkRules(bounds)
@@ -146,13 +151,20 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
             rules.string(reasoning_chars, 1) if reasoning_chars else "")
         reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
         if refs == "backward":
-            steps = [_step_calls(rules, tools, k, _ref_rule(rules, k - 1))
+            steps = [_step_calls(rules, tools, k, _ref_rule(rules, k - 1), last)
                      for k in range(1, max_steps + 1)]
             subtasks = _unrolled_steps(steps)
         else:
             ref = _ref_rule(rules, max_steps) if refs == "any" else None
-            call = _step_calls(rules, tools, 1, ref)
-            subtasks = f'{call} (", " {call}){{0,{max_steps - 1}}}' if max_steps > 1 else call
+            call, final = _step_calls(rules, tools, 1, ref, last)
+            if final is None:
+                raise ConstraintError("no function that may end the plan can be called")
+            if max_steps == 1:
+                subtasks = final
+            elif final == call:
+                subtasks = f'{call} (", " {call}){{0,{max_steps - 1}}}'
+            else:
+                subtasks = f'({call} ", "){{0,{max_steps - 1}}} {final}'
         return _render("sequential", reasoning=reasoning, input=rules.string(bounds.max_text),
                        subtasks=subtasks, rules=rules.render())
 
@@ -187,9 +199,10 @@ def _ref_rule(rules: LarkRules, last: int) -> str | None:
 
 
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref: str | None) -> str:
-    """A rule for one subtask: any tool with its own arguments, refs allowed where given."""
-    heads = []
+                ref: str | None, last: set[int] | None = None) -> tuple[str, str]:
+    """Rules for one subtask, and for the plan's last subtask: any tool with its own
+    arguments (the last one: only the tools in `last`, when given), refs where given."""
+    heads, finals = [], []
     for i, tool in enumerate(tools):
         params = tool.parameters
 
@@ -202,18 +215,33 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
             continue
         heads.append(rules.add(f"call{step}_{i}", _call_object(
             "function", tool.qualified_name, "args", args)))
+        if last is None or i in last:
+            finals.append(heads[-1])
     if not heads:
         raise ConstraintError(f"no function can be called at step {step}: every argument "
                               "schema admits no value")
-    return rules.add(f"step{step}", " | ".join(heads))
+    rule = rules.add(f"step{step}", " | ".join(heads))
+    if finals == heads:
+        return rule, rule
+    return rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None
 
 
-def _unrolled_steps(steps: list[str]) -> str:
-    """`s1 (", " s2 (", " s3 ...)?)?`: step k uses its own rule, at most len(steps) steps."""
-    text = ""
-    for rule in reversed(steps[1:]):
-        text = f'(", " {rule} {text})?'.replace(" )", ")")
-    return f"{steps[0]} {text}".strip()
+def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
+    """`s1 (", " s2 (", " s3 ...)?)?`: step k uses its own rule, at most len(steps) steps.
+    When the step that ends the plan has its own rule (the second of each pair; None: no
+    plan may end there), `(l1 | s1 ", " (l2 | s2 ", " ...))`."""
+    if all(rule == final for rule, final in steps):
+        text = ""
+        for rule, _ in reversed(steps[1:]):
+            text = f'(", " {rule} {text})?'.replace(" )", ")")
+        return f"{steps[0][0]} {text}".strip()
+    tail: str | None = None
+    for rule, final in reversed(steps):
+        alts = [a for a in (final, f'{rule} ", " {tail}' if tail else None) if a]
+        tail = f"({' | '.join(alts)})" if alts else None
+    if tail is None:
+        raise ConstraintError("no function that may end the plan can be called")
+    return tail
 
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
 from localagent.grammars import (
     Bounds,
     ParsedPlan,
@@ -23,6 +24,7 @@ from localagent.grammars import (
 )
 from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
+from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     GenerationLog,
     PlannerSettings,
@@ -73,12 +75,21 @@ class SequentialPlanner:
             return anchor_to_goal(self._piped, goal)
         return self._piped
 
-    def constraint(self, tools: Sequence[ToolSpec] | None = None) -> Constraint:
+    def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
+        """The plan grammar; with `answer` and a goal, one whose last step returns the kind
+        of value the goal asks for (answer_kind.py), unless no step can."""
         t = self.techniques
-        return sequential_plan(self._piped if tools is None else tools, max_steps=MAX_STEPS,
-                               bounds=BOUNDS, refs="backward" if t.backrefs else "any",
-                               reasoning_chars=REASONING_CHARS if t.shows_reasoning else 0,
-                               reasoning_steps=t.steps)
+        shown = self._piped if tools is None else tools
+        options = {"max_steps": MAX_STEPS, "bounds": BOUNDS,
+                   "refs": "backward" if t.backrefs else "any", "reasoning_steps": t.steps,
+                   "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0}
+        roots = answer_roots(goal, shown) if t.answer and goal else None
+        if roots:
+            try:
+                return sequential_plan(shown, roots=roots, **options)
+            except ConstraintError:
+                pass
+        return sequential_plan(shown, **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         t = self.techniques
@@ -102,6 +113,6 @@ class SequentialPlanner:
         parsed = generate_checked(
             self.llm, messages,
             lambda text: self.parse(text, tools),
-            settings or self.settings, log, constraint=self.constraint(tools),
+            settings or self.settings, log, constraint=self.constraint(tools, goal),
             give_up=json_object_lost)
         return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

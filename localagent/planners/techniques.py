@@ -21,9 +21,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
-| answer        | tree               | the outermost call must return the kind of value the      |
-|               |                    | question asks for: "how many" a number, "which" a name    |
-|               |                    | (answer_kind.py)                                          |
+| answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
+|               |                    | of value the question asks for: "how many" a number,      |
+|               |                    | "which" a name (answer_kind.py)                           |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
