@@ -8,6 +8,7 @@ No model is loaded: the `solution` of each task is a hand-written reference plan
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections import Counter
 from functools import lru_cache
@@ -19,9 +20,17 @@ import pytest
 from localagent.bench.compare import judge
 from localagent.bench.suite import Task, load_suite
 from localagent.bench.tools import build_registry
+from localagent.constraint import Constraint
 from localagent.errors import UsageError
 from localagent.executor import Executor
+from localagent.llm import ScriptedLLM
+from localagent.llm.constrained import matches
 from localagent.plan import plan_from_dict
+from localagent.planners.base import PlannerSettings
+from localagent.planners.examples import flatten
+from localagent.planners.sequential import SequentialPlanner
+from localagent.planners.techniques import Techniques
+from localagent.planners.tree import TreePlanner
 from localagent.tools.plugins import import_file
 from localagent.tools.registry import ToolRegistry
 
@@ -173,38 +182,27 @@ def test_solution_must_be_a_plan_mapping(tmp_path: Path) -> None:
 
 # --- the grammar techniques never rule out a reference plan ----------------------------
 
-def _tree_grammar(task: Task, spec: str):
-    from localagent.llm import ScriptedLLM
-    from localagent.planners.base import PlannerSettings
-    from localagent.planners.techniques import Techniques
-    from localagent.planners.tree import TreePlanner
-
-    planner = TreePlanner(ScriptedLLM([]), build_registry(task).specs(),
-                          PlannerSettings(techniques=Techniques.parse(spec)))
+def _grammar(task: Task, spec: str, planner_class: Any = TreePlanner) -> Constraint:
+    """The plan grammar `planner_class` builds for the task's goal, all 28 tools offered."""
+    planner = planner_class(ScriptedLLM([]), build_registry(task).specs(),
+                            PlannerSettings(techniques=Techniques.parse(spec)))
     return planner.constraint(planner.tools_for(task.goal), task.goal)
+
+
+def _compact(plan: Any) -> str:
+    return json.dumps(plan, separators=(", ", ": "))
 
 
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
     """`mentions`, typed nesting (declared return values), `answer` and `cover` narrow the
     tree grammar; a narrowing that forbade a right plan would cost accuracy silently."""
-    import json
-
-    from localagent.llm.constrained import matches
-
-    text = json.dumps(task.solution, separators=(", ", ": "))
-    grammar = _tree_grammar(task, "mentions+cover+answer")
-    assert matches(grammar, text), task.solution
+    assert matches(_grammar(task, "mentions+cover+answer"), _compact(task.solution))
 
 
 def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model() -> None:
     """Plans the default model wrote (results of the generalisation suite, stop 12)."""
-    import json
-
-    from localagent.llm.constrained import matches
-
-    def plan(node: dict) -> str:
-        return json.dumps(node, separators=(", ", ": "))
+    plan = _compact
 
     def call(function: str, **args: Any) -> dict:
         return {"function": function, "args": args}
@@ -212,50 +210,27 @@ def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model(
     mileage = TASKS["lookup-mileage-bison"]  # GetDriver returns people, not vehicles
     wrong = call("Fleet.GetMileage", vehicle=call("Fleet.GetDriver", vehicle="Bison"))
     right = call("Fleet.GetMileage", vehicle="Bison")
-    grammar = _tree_grammar(mileage, "mentions")
+    grammar = _grammar(mileage, "mentions")
     assert matches(grammar, plan(right)) and not matches(grammar, plan(wrong))
     wins = TASKS["conditional-wins-of-top-falcons-otters"]  # "how many": a number
     top = call("League.TopTeam", team_a="Falcons", team_b="Otters")
     for spec, admitted in (("mentions", True), ("mentions+answer", False)):
-        assert matches(_tree_grammar(wins, spec), plan(top)) is admitted, spec
+        assert matches(_grammar(wins, spec), plan(top)) is admitted, spec
 
 
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_sequential_answer_grammar_admits_the_reference_plan_as_steps(task: Task) -> None:
     """The same for the sequential planner: the reference plan flattened into steps
     (inner calls first, `$k` for a result) ends in a step of the kind asked for."""
-    import json
-
-    from localagent.llm import ScriptedLLM
-    from localagent.llm.constrained import matches
-    from localagent.planners.base import PlannerSettings
-    from localagent.planners.examples import flatten
-    from localagent.planners.sequential import SequentialPlanner
-    from localagent.planners.techniques import Techniques
-
-    planner = SequentialPlanner(ScriptedLLM([]), build_registry(task).specs(), PlannerSettings(
-        techniques=Techniques.parse("mentions+backrefs+answer")))
-    grammar = planner.constraint(planner.tools_for(task.goal), task.goal)
-    text = json.dumps({"input": "", "subtasks": flatten(task.solution)},
-                      separators=(", ", ": "))
+    grammar = _grammar(task, "mentions+backrefs+answer", SequentialPlanner)
+    text = _compact({"input": "", "subtasks": flatten(task.solution)})
     assert matches(grammar, text), text
 
 
 def test_sequential_answer_grammar_rejects_a_plan_ending_in_a_team_for_a_count() -> None:
-    import json
-
-    from localagent.llm import ScriptedLLM
-    from localagent.llm.constrained import matches
-    from localagent.planners.base import PlannerSettings
-    from localagent.planners.sequential import SequentialPlanner
-    from localagent.planners.techniques import Techniques
-
     task = TASKS["conditional-wins-of-top-falcons-otters"]
-    ends_in_team = json.dumps({"input": "", "subtasks": [
-        {"function": "League.TopTeam", "args": {"team_a": "Falcons", "team_b": "Otters"}}]},
-        separators=(", ", ": "))
+    ends_in_team = _compact({"input": "", "subtasks": [
+        {"function": "League.TopTeam", "args": {"team_a": "Falcons", "team_b": "Otters"}}]})
     for spec, admitted in (("mentions+backrefs", True), ("mentions+backrefs+answer", False)):
-        planner = SequentialPlanner(ScriptedLLM([]), build_registry(task).specs(),
-                                    PlannerSettings(techniques=Techniques.parse(spec)))
-        grammar = planner.constraint(planner.tools_for(task.goal), task.goal)
+        grammar = _grammar(task, spec, SequentialPlanner)
         assert matches(grammar, ends_in_team) is admitted, spec
