@@ -176,10 +176,9 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
-    for planner in (ReactPlanner(ScriptedLLM([]), tools),
-                    SequentialPlanner(ScriptedLLM([]), tools)):
-        assert planner.techniques == Techniques(), planner.kind
-    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True)
+    assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques()
+    for planner in (TreePlanner(ScriptedLLM([]), tools), SequentialPlanner(ScriptedLLM([]), tools)):
+        assert planner.techniques == Techniques(answer=True), planner.kind
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------

@@ -42,8 +42,8 @@ from localagent.errors import UsageError
 class Techniques:
     """Which techniques a planner uses; `Techniques.plain()` turns all off.
 
-    `Techniques()` (`mentions+backrefs`) is the default of the sequential planner and ReAct
-    (the tree planner adds `answer`, tool calling `grounded`: `PLANNER_DEFAULTS`),
+    `Techniques()` (`mentions+backrefs`) is the default of ReAct (the tree and sequential
+    planners add `answer`, tool calling `grounded`: `PLANNER_DEFAULTS`),
     chosen from the generalisation-suite measurements
     (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most (+8 points for
     the tree planner at 1.3x tokens), backrefs removed every forward-reference failure of
@@ -131,10 +131,12 @@ class Techniques:
 # calling with `grounded` went from 0% to 41% on the core suite at 1.26x the tokens (the
 # default model describes a call in prose unless a call must come first), while grounded
 # ReAct lost 4 points on the generalisation suite, so only the tools planner takes it.
-# The tree planner takes `answer` (+1 goal of 24 on the generalisation suite at 1.0x the
-# tokens, and its grammar admits every reference plan of the suite: a test checks it).
+# The tree and sequential planners take `answer` (+1 goal of 24 each on the generalisation
+# suite at 1.0x the tokens; its grammars admit every reference plan of the suite: a test
+# checks it).
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True),
-                                           "tree": Techniques(answer=True)}
+                                           "tree": Techniques(answer=True),
+                                           "sequential": Techniques(answer=True)}
 
 
 def default_techniques(planner: str) -> Techniques:
