@@ -53,6 +53,7 @@ class CallFormat:
 
 HERMES = CallFormat()
 DEFAULT_BOUNDS = Bounds()
+NO_LAST_STEP = "no function that may end the plan can be called"
 
 
 @dataclass
@@ -158,7 +159,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
             ref = _ref_rule(rules, max_steps) if refs == "any" else None
             call, final = _step_calls(rules, tools, 1, ref, last)
             if final is None:
-                raise ConstraintError("no function that may end the plan can be called")
+                raise ConstraintError(NO_LAST_STEP)
             if max_steps == 1:
                 subtasks = final
             elif final == call:
@@ -199,7 +200,7 @@ def _ref_rule(rules: LarkRules, last: int) -> str | None:
 
 
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref: str | None, last: set[int] | None = None) -> tuple[str, str]:
+                ref: str | None, last: set[int] | None = None) -> tuple[str, str | None]:
     """Rules for one subtask, and for the plan's last subtask: any tool with its own
     arguments (the last one: only the tools in `last`, when given), refs where given."""
     heads, finals = [], []
@@ -240,7 +241,7 @@ def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
         alts = [a for a in (final, f'{rule} ", " {tail}' if tail else None) if a]
         tail = f"({' | '.join(alts)})" if alts else None
     if tail is None:
-        raise ConstraintError("no function that may end the plan can be called")
+        raise ConstraintError(NO_LAST_STEP)
     return tail
 
 
