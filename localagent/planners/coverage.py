@@ -80,6 +80,24 @@ def named_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     return [v for v in named_values(goal, tools) if v in known]
 
 
+_LISTED = re.compile(r"\s*(?:,|,?\s*(?:and|or|&))\s*", re.IGNORECASE)
+
+
+def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
+    """The group of each value (in goal order): consecutive values separated only by a
+    comma, "and" or "or" ("company C, F", "Uranus and Neptune") share a group."""
+    groups: list[int] = []
+    end = None
+    for v in values:
+        at = _position(v, goal)
+        if at is None:
+            raise ValueError(f"{v!r} is not named in the goal")
+        together = end is not None and _LISTED.fullmatch(goal[end:at]) is not None
+        groups.append(groups[-1] if together else len(groups) and groups[-1] + 1)
+        end = at + len(v)
+    return groups
+
+
 def _strings(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value.strip().lower()

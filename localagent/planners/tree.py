@@ -24,7 +24,7 @@ from localagent.planners.base import (
     generate_checked,
     replan_messages,
 )
-from localagent.planners.coverage import named_enum_values
+from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import tree_prompt
@@ -70,11 +70,13 @@ class TreePlanner:
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
         returns the kind of value the goal asks for (answer_kind.py). A restriction that
         no plan over these tools can meet is dropped (`answer` first)."""
-        shown = self.tools if tools is None else tools
-        options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": self.techniques.steps,
-                   "reasoning_chars": REASONING_CHARS if self.reasoning else 0}
-        cover = named_enum_values(goal, shown) if self.techniques.cover and goal else []
-        roots = answer_roots(goal, shown) if self.techniques.answer and goal else None
+        shown, t = (self.tools if tools is None else tools), self.techniques
+        cover = named_enum_values(goal, shown) if (t.cover or t.order) and goal else []
+        groups = listed_groups(goal, cover) if t.order else []
+        options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
+                   "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
+                   "ordered": t.order, "groups": groups}
+        roots = answer_roots(goal, shown) if t.answer and goal else None
         tried: list[dict] = []
         for extra in ({"cover": cover, "roots": roots}, {"cover": cover, "roots": None},
                       {"cover": [], "roots": roots}):

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from localagent.grammar.types import DECLARED
 from localagent.tools.spec import ToolSpec
 
 HEADER = "[AVAILABLE FUNCTIONS]"
@@ -68,6 +69,11 @@ def type_label(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         if not schema["enum"]:  # narrowed to nothing by the planner's `mentions` technique
             return "the result of another function"
+        if schema.get(DECLARED, ...) is None:
+            # an open number narrowed by `mentions` to the goal's numbers and a few
+            # constants: listing them ("one of 0, 1, ... 1000000") reads as a menu, and
+            # the default model then fills Total(1000000, 1000000) instead of looking up
+            return str(schema.get("type", "number"))
         return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
     if "const" in schema:
         return f"exactly {json.dumps(schema['const'])}"
