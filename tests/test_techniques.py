@@ -25,6 +25,7 @@ from localagent.planners.plan_runner import plan_and_execute
 from localagent.planners.sequential import SequentialPlanner, piped
 from localagent.planners.techniques import Techniques, parse_spec, parse_variants
 from localagent.planners.tree import TreePlanner
+from localagent.tools.manual import render_manual
 from localagent.tools.registry import default_registry
 
 
@@ -273,6 +274,10 @@ def test_mentions_numbers_come_from_the_goal_or_constants(registry) -> None:
     invented = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
                     value2=100000000000000)
     assert matches(grammar, compact(stated)) and not matches(grammar, compact(invented))
+    # the prompt shows such a number as a number, not as a menu of the admitted values
+    manual = render_manual(planner.tools_for(goal))
+    assert "value2 (number; required)" in manual and "one of 0" not in manual
+    assert 'company (one of "C"; required)' in manual  # a narrowed key keeps its values
 
 
 def test_react_mentions_keys_come_from_the_goal_or_observations(registry) -> None:
@@ -403,6 +408,54 @@ def test_cover_tree_grammar_admits_only_plans_using_every_named_company(registry
         tree_plan(tools, cover=["C", "F", "A", "E"], depth=2)
     # more values than the rules are built for: the usual grammar
     assert tree_plan(tools, cover=["A", "B", "C", "D", "E"]) == plain
+
+
+def test_order_tree_grammar_keeps_the_goal_order_and_its_lists_together(registry) -> None:
+    """`order`: C, F, A, E first appear in that order, and "C, F" / "A, E" (listed
+    together) are each combined in one call before meeting the other pair."""
+    tools = demo(registry)
+    right = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("C"),
+                                                value2=inv("F")),
+                 value2=call("DemoPlugin.Total", value1=inv("A"), value2=inv("E")))
+    # seen on Qwen with order but no groups: in order, but F is taken from its pair
+    chained = call("DemoPlugin.Diff", value1=inv("C"), value2=call(
+        "DemoPlugin.Total", value1=inv("F"), value2=call("DemoPlugin.Total", value1=inv("A"),
+                                                          value2=inv("E"))))
+    swapped = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("A"),
+                                                  value2=inv("E")),
+                   value2=call("DemoPlugin.Total", value1=inv("C"), value2=inv("F")))
+    values = ["C", "F", "A", "E"]
+    ordered = tree_plan(tools, cover=values, ordered=True)
+    grouped = tree_plan(tools, cover=values, ordered=True, groups=[0, 0, 1, 1])
+    for plan, in_ordered, in_grouped in ((right, True, True), (chained, True, False),
+                                         (swapped, False, False)):
+        assert matches(ordered, compact(plan)) is in_ordered, plan
+        assert matches(grouped, compact(plan)) is in_grouped, plan
+    assert matches(tree_plan(tools, cover=values), compact(swapped))  # cover alone: any order
+
+
+def test_listed_groups_put_values_named_together_in_one_group() -> None:
+    from localagent.planners.coverage import listed_groups
+
+    assert listed_groups(INVOICE_GOAL, ["C", "F", "A", "E"]) == [0, 0, 1, 1]
+    assert listed_groups("Do Uranus and Neptune have more moons than Mars?",
+                         ["Uranus", "Neptune", "Mars"]) == [0, 0, 1]
+    assert listed_groups("Is Mars, Venus or Earth the farthest?",
+                         ["Mars", "Venus", "Earth"]) == [0, 0, 0]
+    assert listed_groups("Add the invoice of A to the invoice of B", ["A", "B"]) == [0, 1]
+    with pytest.raises(ValueError, match="not named"):
+        listed_groups("the invoice of A", ["B"])
+
+
+def test_order_tree_planner_builds_the_grouped_grammar_from_the_goal(registry) -> None:
+    chained = compact(call("DemoPlugin.Diff", value1=inv("C"), value2=call(
+        "DemoPlugin.Total", value1=inv("F"), value2=call("DemoPlugin.Total", value1=inv("A"),
+                                                          value2=inv("E")))))
+    for spec, admitted in (("mentions+order", False), ("mentions+cover", True)):
+        planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+            techniques=Techniques.parse(spec)))
+        grammar = planner.constraint(planner.tools_for(INVOICE_GOAL), INVOICE_GOAL)
+        assert matches(grammar, chained) is admitted, spec
 
 
 def test_cover_tree_planner_builds_the_covering_grammar_from_the_goal(registry) -> None:
