@@ -48,22 +48,29 @@ def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch
     assert data["answer"] == 6700
 
 
-def _command_paths(group, prefix=()):
-    """Every command and group of the CLI, as argument lists (`["tools", "index"]`)."""
+def _commands(group, prefix=()):
+    """Every command and group of the CLI (click objects), with its argument list
+    (`["tools", "index"]`)."""
     import typer.main
 
     click_group = typer.main.get_command(group) if not prefix else group
-    yield list(prefix)
+    yield list(prefix), click_group
     for name, command in getattr(click_group, "commands", {}).items():
-        yield from _command_paths(command, (*prefix, name))
+        yield from _commands(command, (*prefix, name))
 
 
 def test_every_command_help_has_an_example():
-    paths = list(_command_paths(app))
+    paths = [path for path, _ in _commands(app)]
     assert ["tools", "index"] in paths and ["run"] in paths and len(paths) > 12
     missing = [p for p in paths
                if "Example" not in runner.invoke(app, [*p, "--help"]).output]
     assert not missing, missing
+
+
+def test_every_option_and_argument_has_help_text():
+    undocumented = [f"{' '.join(path)} {p.name}" for path, command in _commands(app)
+                    for p in command.params if not getattr(p, "help", None)]
+    assert not undocumented, undocumented
 
 
 def test_run_json_answer(scripted):

@@ -81,8 +81,16 @@ def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
 
 TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
-    "(reasoning, steps, similar, mentions, grounded, cover, backrefs, replan=N, vote=K); "
-    "see README.")
+    "(reasoning, steps, similar, mentions, grounded, cover, order, answer, compact, "
+    "backrefs, replan=N, vote=K); see README.")
+THRESHOLD_OPT = typer.Option(None, "--threshold",
+                             help="Keep tools at least this similar to the goal (0..1).")
+MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools "
+                             "(default: config max_tools, 6; 0 keeps all).")
+INCLUDE_OPT = typer.Option(None, "--include", help="Always offer this function (repeat).")
+EXCLUDE_OPT = typer.Option(None, "--exclude", help="Never offer this function (repeat).")
+EXCLUDE_PLUGIN_OPT = typer.Option(None, "--exclude-plugin",
+                                  help="Never offer this plugin's functions (repeat).")
 
 
 def _show_tools(agent: Any, goal: str) -> None:
@@ -105,17 +113,11 @@ def run_command(
                                       help="Generate without grammars (to compare)."),
     techniques: str | None = TECHNIQUES_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    threshold: float | None = typer.Option(None, "--threshold",
-                                              help="Keep tools at least this similar (0..1)."),
-    max_tools: int | None = typer.Option(None, "--max-tools",
-                                            help="Keep at most this many tools (default: "
-                                            "config max_tools, 6; 0 keeps all)."),
-    include: list[str] | None = typer.Option(None, "--include",
-                                                help="Always offer this function."),
-    exclude: list[str] | None = typer.Option(None, "--exclude",
-                                                help="Never offer this function."),
-    exclude_plugin: list[str] | None = typer.Option(None, "--exclude-plugin",
-                                                       help="Never offer this plugin."),
+    threshold: float | None = THRESHOLD_OPT,
+    max_tools: int | None = MAX_TOOLS_OPT,
+    include: list[str] | None = INCLUDE_OPT,
+    exclude: list[str] | None = EXCLUDE_OPT,
+    exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
     show_tools: bool = typer.Option(False, "--show-tools", help="Print the tools offered."),
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="Also show every prompt and raw model output (stderr)."),
@@ -184,11 +186,11 @@ def plan_command(
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
     techniques: str | None = TECHNIQUES_OPT,
-    threshold: float | None = typer.Option(None, "--threshold"),
-    max_tools: int | None = typer.Option(None, "--max-tools"),
-    include: list[str] | None = typer.Option(None, "--include"),
-    exclude: list[str] | None = typer.Option(None, "--exclude"),
-    exclude_plugin: list[str] | None = typer.Option(None, "--exclude-plugin"),
+    threshold: float | None = THRESHOLD_OPT,
+    max_tools: int | None = MAX_TOOLS_OPT,
+    include: list[str] | None = INCLUDE_OPT,
+    exclude: list[str] | None = EXCLUDE_OPT,
+    exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
 ) -> None:
     from localagent.errors import UsageError
 
