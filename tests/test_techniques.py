@@ -410,28 +410,29 @@ def test_cover_tree_grammar_admits_only_plans_using_every_named_company(registry
     assert tree_plan(tools, cover=["A", "B", "C", "D", "E"]) == plain
 
 
-def test_order_tree_grammar_keeps_the_goal_order_and_its_lists_together(registry) -> None:
-    """`order`: C, F, A, E first appear in that order, and "C, F" / "A, E" (listed
-    together) are each combined in one call before meeting the other pair."""
+def test_together_tree_grammar_combines_values_listed_together_first(registry) -> None:
+    """`together`: "C, F" and "A, E" are listed together, so a call that first uses values
+    of both pairs must hold both pairs whole; the order of the values stays free."""
     tools = demo(registry)
-    right = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("C"),
-                                                value2=inv("F")),
-                 value2=call("DemoPlugin.Total", value1=inv("A"), value2=inv("E")))
-    # seen on Qwen with order but no groups: in order, but F is taken from its pair
-    chained = call("DemoPlugin.Diff", value1=inv("C"), value2=call(
-        "DemoPlugin.Total", value1=inv("F"), value2=call("DemoPlugin.Total", value1=inv("A"),
-                                                          value2=inv("E"))))
-    swapped = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("A"),
-                                                  value2=inv("E")),
-                   value2=call("DemoPlugin.Total", value1=inv("C"), value2=inv("F")))
+
+    def diff(a: dict, b: dict) -> dict:
+        return call("DemoPlugin.Diff", value1=a, value2=b)
+
+    def total(a: dict, b: dict) -> dict:
+        return call("DemoPlugin.Total", value1=a, value2=b)
+
+    right = diff(total(inv("C"), inv("F")), total(inv("A"), inv("E")))
+    swapped = diff(total(inv("A"), inv("E")), total(inv("F"), inv("C")))
+    all_four = total(total(inv("C"), inv("F")), total(inv("A"), inv("E")))
+    chained = diff(inv("C"), total(inv("F"), total(inv("A"), inv("E"))))  # seen on Qwen
+    mixed = diff(total(inv("C"), inv("A")), total(inv("F"), inv("E")))
     values = ["C", "F", "A", "E"]
-    ordered = tree_plan(tools, cover=values, ordered=True)
-    grouped = tree_plan(tools, cover=values, ordered=True, groups=[0, 0, 1, 1])
-    for plan, in_ordered, in_grouped in ((right, True, True), (chained, True, False),
-                                         (swapped, False, False)):
-        assert matches(ordered, compact(plan)) is in_ordered, plan
-        assert matches(grouped, compact(plan)) is in_grouped, plan
-    assert matches(tree_plan(tools, cover=values), compact(swapped))  # cover alone: any order
+    grouped = tree_plan(tools, cover=values, groups=[0, 0, 1, 1])
+    covering = tree_plan(tools, cover=values)
+    for plan, admitted in ((right, True), (swapped, True), (all_four, True),
+                           (chained, False), (mixed, False)):
+        assert matches(grouped, compact(plan)) is admitted, plan
+        assert matches(covering, compact(plan)), plan  # cover alone admits every one
 
 
 def test_listed_groups_put_values_named_together_in_one_group() -> None:
@@ -447,11 +448,11 @@ def test_listed_groups_put_values_named_together_in_one_group() -> None:
         listed_groups("the invoice of A", ["B"])
 
 
-def test_order_tree_planner_builds_the_grouped_grammar_from_the_goal(registry) -> None:
+def test_together_tree_planner_builds_the_grouped_grammar_from_the_goal(registry) -> None:
     chained = compact(call("DemoPlugin.Diff", value1=inv("C"), value2=call(
         "DemoPlugin.Total", value1=inv("F"), value2=call("DemoPlugin.Total", value1=inv("A"),
                                                           value2=inv("E")))))
-    for spec, admitted in (("mentions+order", False), ("mentions+cover", True)):
+    for spec, admitted in (("mentions+together", False), ("mentions+cover", True)):
         planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
             techniques=Techniques.parse(spec)))
         grammar = planner.constraint(planner.tools_for(INVOICE_GOAL), INVOICE_GOAL)

@@ -247,15 +247,15 @@ def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
-              cover: Sequence[str] = (), ordered: bool = False,
-              groups: Sequence[int] = (), roots: Sequence[str] | None = None,
+              cover: Sequence[str] = (), groups: Sequence[int] = (),
+              roots: Sequence[str] | None = None,
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
 
     `cover`: enum values that the plan must each pass to some call (grammar/covering.py;
-    ignored unless 1..4 values); `ordered`: passed in the order given (the goal's order),
-    `groups` (with `ordered`): the group of each value, values listed together in the goal.
+    ignored unless 1..4 values); `groups`: the group of each of them (values the goal
+    lists together), each group combined in one call before meeting the others.
     `roots`: the qualified names the outermost call may have
     (None: any function).
     """
@@ -265,12 +265,12 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     root_names = None if roots is None else tuple(sorted(roots))
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
-               "ordered": ordered and bool(cover),
-               "groups": tuple(groups) if ordered and cover else (), "roots": root_names}
+               "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
+               "roots": root_names}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["ordered"], options["groups"]).build())
+        options["groups"]).build())
 
 
 class _TreeBuilder:
@@ -280,10 +280,10 @@ class _TreeBuilder:
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
-                 ordered: bool = False, groups: Sequence[int] = ()) -> None:
+                 groups: Sequence[int] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.steps, self.cover = reasoning_steps, tuple(cover)
-        self.ordered, self.groups = ordered, tuple(groups)
+        self.groups = tuple(groups)
         self.roots = [i for i, t in enumerate(self.tools)
                       if roots is None or t.qualified_name in roots]
         self.rules = LarkRules(bounds)
@@ -292,8 +292,7 @@ class _TreeBuilder:
 
     def build(self) -> str:
         if self.cover:
-            calls = CoveringRules(self, self.cover, ordered=self.ordered,
-                                  groups=self.groups).roots(self.roots)
+            calls = CoveringRules(self, self.cover, groups=self.groups).roots(self.roots)
             if not calls:
                 raise ConstraintError("no plan can pass every named value "
                                       f"({', '.join(self.cover)}) to a call")

@@ -14,15 +14,13 @@ arguments count (the values a tool knows: a company, a currency), at most MAX_VA
 them (the rule count grows as 3^k). Inside a covering plan, arrays hold literals only (no
 nested calls), and optional arguments take their usual rules (they cover nothing).
 
-`ordered` (the `order` technique): the values must first appear in the plan in the order
-given (the goal's), read left to right. Only prefix sets (the first n values) are then
-states, so a literal can only add the next value: `Diff(Total(C, F), Total(A, E))` for
-"C, F ... A, E", not `Diff(GetInvoice(C), Total(A, Total(E, F)))`. With `groups` (values
-the goal lists together: "C, F", "Uranus and Neptune"), a list is one constituent: a call
-whose values (those first used inside it) run across a group's edge must cover whole
-groups. So `Diff(GetInvoice(C), Total(GetInvoice(F), ...A, E...))` is out (its Total
-takes F from the group C, F together with A and E), and `Diff(Total(C, F), Total(A, E))`
-stays in.
+`groups` (the `together` technique): values the goal lists together ("company C, F",
+"Uranus and Neptune") form one constituent, as in the sentence. A call whose new values
+(those first used inside it: `t & ~s`) lie in more than one group must hold each of those
+groups whole. So for "the total of company C, F and the total of company A, E",
+`Diff(GetInvoice(C), Total(GetInvoice(F), Total(A, E)))` is out (its outer Total takes F
+from the pair C, F together with A and E) and `Diff(Total(C, F), Total(A, E))` stays in.
+The order of the values is free: "How many JPY is 1000 EUR" is `Convert(1000, EUR, JPY)`.
 """
 
 from __future__ import annotations
@@ -50,9 +48,12 @@ class CoveringRules:
     arguments covers nothing and keeps the builder's own call rule."""
 
     def __init__(self, builder: _TreeBuilder, values: Sequence[str], *,
-                 ordered: bool = False, groups: Sequence[int] = ()) -> None:
-        self.b, self.ordered = builder, ordered
-        self.groups = tuple(groups) if ordered and len(groups) == len(values) else ()
+                 groups: Sequence[int] = ()) -> None:
+        self.b = builder
+        # the bit mask of each group's values (none: no grouping)
+        self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
+        for k, g in enumerate(groups):
+            self.groups[g] |= 1 << k
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.full = (1 << len(values)) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
@@ -67,20 +68,18 @@ class CoveringRules:
     def call(self, level: int, i: int, s: int, t: int) -> str | None:
         """Tool i at `level`, moving the covered set from `s` to `t`."""
         key = (level, i, s, t)
-        if self.groups and not self._constituent(s.bit_length(), t.bit_length()):
+        if self.groups and not self._constituent(t & ~s):
             return None
         if key not in self._calls:
             self._calls[key] = None  # recursion guard
             self._calls[key] = self._build_call(level, i, s, t)
         return self._calls[key]
 
-    def _constituent(self, a: int, b: int) -> bool:
-        """Whether a call may first use values a..b-1 (ordered): inside one group, or
+    def _constituent(self, new: int) -> bool:
+        """Whether a call may first use the values `new` (a mask): part of one group, or
         whole groups."""
-        g = self.groups
-        if b - a <= 1 or g[a] == g[b - 1]:
-            return True
-        return (a == 0 or g[a - 1] != g[a]) and (b == len(g) or g[b] != g[b - 1])
+        touched = [g for g in self.groups if g & new]
+        return len(touched) <= 1 or all(g & new == g for g in touched)
 
     def _build_call(self, level: int, i: int, s: int, t: int) -> str | None:
         from localagent.grammar.build import _call_object
@@ -123,7 +122,7 @@ class CoveringRules:
             if v:
                 alts.append(f"{head} {v}")
         else:
-            for m in _between(s, t, self.ordered):
+            for m in _between(s, t):
                 v = self.value(level, props[name], s, m, params)
                 rest = self._seq(level, i, p + 1, m, t) if v else None
                 if v and rest:
@@ -164,11 +163,8 @@ def _required(params: Schema) -> list[str]:
     return [k for k in params.get("properties") or {} if k in needed]
 
 
-def _between(s: int, t: int, ordered: bool = False) -> list[int]:
-    """Every m with s <= m <= t as sets (s a subset of m, m a subset of t); `ordered`:
-    only prefix sets (the first n values), s and t being prefix sets themselves."""
-    if ordered:
-        return [(1 << n) - 1 for n in range(s.bit_length(), t.bit_length() + 1)]
+def _between(s: int, t: int) -> list[int]:
+    """Every m with s <= m <= t as sets (s a subset of m, m a subset of t)."""
     free = t & ~s
     out, m = [], free
     while True:

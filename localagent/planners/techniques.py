@@ -21,8 +21,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
-| order         | tree               | as cover, and the plan passes them in the order the goal  |
-|               |                    | names them                                                |
+| together      | tree               | as cover, and values the goal lists together ("C, F") are |
+|               |                    | combined in one call first (grammar/covering.py)          |
 | answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
 |               |                    | of value the question asks for: "how many" a number,      |
 |               |                    | "which" a name (answer_kind.py)                           |
@@ -60,7 +60,7 @@ class Techniques:
     mentions: bool = True
     grounded: bool = False
     cover: bool = False
-    order: bool = False
+    together: bool = False
     answer: bool = False
     compact: bool = False
     backrefs: bool = True
@@ -77,7 +77,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, order=False, answer=False, compact=False,
+                          grounded=False, cover=False, together=False, answer=False, compact=False,
                           backrefs=False, replan=0, vote=1)
 
     @property

@@ -68,14 +68,16 @@ class TreePlanner:
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
-        returns the kind of value the goal asks for (answer_kind.py). A restriction that
+        returns the kind of value the goal asks for (answer_kind.py); with `together`, the
+        covering grammar in which values listed together ("C, F") are combined in one call
+        before meeting the others. A restriction that
         no plan over these tools can meet is dropped (`answer` first)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
-        cover = named_enum_values(goal, shown) if (t.cover or t.order) and goal else []
-        groups = listed_groups(goal, cover) if t.order else []
+        cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
+        groups = listed_groups(goal, cover) if t.together else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
-                   "ordered": t.order, "groups": groups}
+                   "groups": groups}
         roots = answer_roots(goal, shown) if t.answer and goal else None
         tried: list[dict] = []
         for extra in ({"cover": cover, "roots": roots}, {"cover": cover, "roots": None},
