@@ -385,6 +385,72 @@ def inv(company: str) -> dict:
     return call("DemoPlugin.GetInvoice", company=company)
 
 
+# --- check: a stated condition is checked first -------------------------------------------
+
+def tc(name: str, **args: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
+CONVERT = tc("CurrencyPlugin.ConvertCurrency", amount=100, from_currency="EUR",
+             to_currency="USD")
+RAIN_CHECK = tc("WeatherPlugin.DidItRainToday", city="Athens")
+
+
+def weather_and_money(scenario: str):
+    from localagent.tools.examples import CurrencyPlugin, WeatherPlugin
+    from localagent.tools.registry import ToolRegistry
+
+    registry = ToolRegistry(None)
+    registry.add_plugin(WeatherPlugin(scenario))
+    registry.add_plugin(CurrencyPlugin())
+    return registry
+
+
+def test_condition_words_and_yes_no_functions() -> None:
+    from localagent.planners.condition import names_alternative, states_condition
+
+    assert states_condition(BET) and not names_alternative(BET)
+    assert not states_condition("How many USD is 100 EUR?")
+    assert names_alternative("If it rained in Rome, convert 5 EUR; otherwise convert 5 GBP.")
+    assert names_alternative("If it rained in Oslo convert 3 GBP; if it did not, 3 EUR.")
+    assert not names_alternative("If the invoice is not paid, add 10%.")
+
+
+@pytest.mark.parametrize("scenario", ["dry", "rain"])
+def test_check_calls_the_yes_no_function_first_and_stops_when_it_says_no(scenario) -> None:
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    registry = weather_and_money(scenario)
+    script = [RAIN_CHECK, "You lost the bet: no rain in Athens."] if scenario == "dry" else [
+        RAIN_CHECK, CONVERT, "You won 108.0 USD."]
+    llm = ScriptedLLM(script)
+    planner = ToolCallingPlanner(llm, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("check")))
+    out = planner.run(BET, Executor(registry), max_iterations=4)
+    first, second = llm.requests[0].constraint, llm.requests[1].constraint
+    assert matches(first, RAIN_CHECK)
+    assert not matches(first, CONVERT) and not matches(first, "108 USD")  # check first
+    assert matches(second, CONVERT) is (scenario == "rain")  # no: answer, do not convert
+    assert out.answer == script[-1] and len(llm.requests) == len(script)
+
+
+def test_check_goes_on_after_a_no_when_the_goal_names_an_alternative() -> None:
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    goal = "If it rained today in Athens, convert 100 EUR to USD; otherwise convert 100 EUR to GBP."
+    registry = weather_and_money("dry")
+    llm = ScriptedLLM([RAIN_CHECK, CONVERT.replace("USD", "GBP"), "85.04 GBP"])
+    planner = ToolCallingPlanner(llm, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("check")))
+    out = planner.run(goal, Executor(registry), max_iterations=4)
+    assert matches(llm.requests[1].constraint, CONVERT.replace("USD", "GBP"))
+    assert out.answer == "85.04 GBP"
+    off = ToolCallingPlanner(ScriptedLLM([CONVERT, "108.0"]), registry.specs(),
+                             PlannerSettings(techniques=Techniques.parse("mentions")))
+    off.run(BET, Executor(registry), max_iterations=4)
+    assert matches(off.llm.requests[0].constraint, CONVERT)  # check off: no restriction
+
+
 def test_cover_tree_grammar_admits_only_plans_using_every_named_company(registry) -> None:
     tools = demo(registry)
     right = call("DemoPlugin.Diff", value1=call("DemoPlugin.Total", value1=inv("C"),

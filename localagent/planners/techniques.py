@@ -23,6 +23,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | call (grammar/covering.py)                                |
 | together      | tree               | as cover, and values the goal lists together ("C, F") are |
 |               |                    | combined in one call first (grammar/covering.py)          |
+| check         | tools              | a goal stating a condition ("if") calls a yes/no function |
+|               |                    | first; when it returns false and the goal names no        |
+|               |                    | alternative, the next turn must answer (condition.py)     |
 | answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
 |               |                    | of value the question asks for: "how many" a number,      |
 |               |                    | "which" a name (answer_kind.py)                           |
@@ -61,6 +64,7 @@ class Techniques:
     grounded: bool = False
     cover: bool = False
     together: bool = False
+    check: bool = False
     answer: bool = False
     compact: bool = False
     backrefs: bool = True
@@ -77,8 +81,8 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, together=False, answer=False, compact=False,
-                          backrefs=False, replan=0, vote=1)
+                          grounded=False, cover=False, together=False, check=False,
+                          answer=False, compact=False, backrefs=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

@@ -30,6 +30,7 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
+from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
 from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
 from localagent.planners.prompts import TOOLS_SYSTEM
@@ -147,13 +148,14 @@ class ToolCallingPlanner:
         next_id = 0
         grounded = self.techniques.grounded and not asks_for_text(goal)
         coverage = Coverage.of(goal, self.tools, self.techniques.cover)
+        check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[Any] = []
         previous: str | None = None
         for i in range(1, max_iterations + 1):
             answers = observed_values(observed) if grounded else None
-            must_call = coverage.must_call(self.tools)
-            turn = self.next_turn(messages, last=i == max_iterations, log=out.log,
-                                  answers=answers, must_call=must_call)
+            must_call = check.must_call() or coverage.must_call(self.tools)
+            turn = self.next_turn(messages, last=i == max_iterations or check.must_answer,
+                                  log=out.log, answers=answers, must_call=must_call)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))
@@ -165,8 +167,9 @@ class ToolCallingPlanner:
             calls = [call_from_dict({"function": c.function, "args": c.args})
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
-            for c in turn.calls:
+            for c, result in zip(turn.calls, results):
                 coverage.record(c.args)
+                check.record(c.function, result.value if result.ok else None)
             observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)

@@ -1,0 +1,77 @@
+"""The `check` technique: a goal that states a condition is answered condition first.
+
+Why: on "I bet my friend 100 EUR that it would rain in Athens today. If I won, how many USD
+is that?" the default model converts the 100 EUR at once and never looks at the weather
+(issue 5: 1/5 with rain, 0/5 without). The goal's condition decides whether the
+conversion is wanted at all, so it must be checked before anything else is done.
+
+How: when the goal states a condition ("if", "whether", "unless") and some offered
+function answers yes or no (it returns a boolean), a turn may call only such functions
+until one of them was called. When one then returned false and the goal names no
+alternative ("otherwise", "else", "if not", "if it did not"), the next turn must answer:
+the action the condition guarded is not taken. The model still picks the yes/no function
+and its arguments. Known cost: a condition that no yes/no function decides ("if it is
+warmer than 20 degrees") still spends the first turn on one (the only yes/no function
+offered), and a false answer about another question stops a goal without an alternative.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from localagent.tools.spec import ToolSpec
+
+_CONDITION = re.compile(r"\b(if|whether|unless)\b", re.IGNORECASE)
+_ALTERNATIVE = re.compile(
+    r"\b(otherwise|else|if not|if (?:it|they|he|she|I|you|we) (?:did|does|do|is|was|were|"
+    r"has|have)(?: not|n't))\b", re.IGNORECASE)
+
+
+def states_condition(goal: str) -> bool:
+    return bool(_CONDITION.search(goal))
+
+
+def names_alternative(goal: str) -> bool:
+    """Whether the goal says what to do when the condition does not hold."""
+    return bool(_ALTERNATIVE.search(goal))
+
+
+def yes_no_tools(tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The functions that return a boolean."""
+    return [t for t in tools if isinstance(t.returns, dict) and t.returns.get("type") == "boolean"]
+
+
+@dataclass
+class ConditionCheck:
+    """One loop's `check` state: the yes/no functions to call first, and whether the
+    condition was found false (then the loop must answer)."""
+
+    deciders: list[ToolSpec]
+    stop_when_false: bool
+    checked: bool = False
+    failed: bool = False
+
+    @classmethod
+    def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> ConditionCheck:
+        """Inactive (nothing to check) when `check` is off, the goal states no condition
+        or no function answers yes or no."""
+        deciders = yes_no_tools(tools) if on and states_condition(goal) else []
+        return cls(deciders, stop_when_false=not names_alternative(goal), checked=not deciders)
+
+    def must_call(self) -> list[ToolSpec]:
+        """The functions the next turn must choose from ([]: no restriction)."""
+        return [] if self.checked else self.deciders
+
+    def record(self, function: str, value: Any) -> None:
+        """A finished call: a decider's false result, without an alternative, means stop."""
+        if any(t.qualified_name == function for t in self.deciders):
+            self.checked = True
+            if value is False and self.stop_when_false:
+                self.failed = True
+
+    @property
+    def must_answer(self) -> bool:
+        return self.failed
