@@ -428,9 +428,11 @@ def test_check_calls_the_yes_no_function_first_and_stops_when_it_says_no(scenari
         techniques=Techniques.parse("check")))
     out = planner.run(BET, Executor(registry), max_iterations=4)
     first, second = llm.requests[0].constraint, llm.requests[1].constraint
-    assert matches(first, RAIN_CHECK)
+    assert matches(first, RAIN_CHECK) and not matches(first, RAIN_CHECK + "\n" + RAIN_CHECK)
     assert not matches(first, CONVERT) and not matches(first, "108 USD")  # check first
     assert matches(second, CONVERT) is (scenario == "rain")  # no: answer, do not convert
+    assert matches(second, "true") is (scenario == "dry")  # yes: act, do not answer yet
+    assert not matches(second, RAIN_CHECK)  # checked once
     assert out.answer == script[-1] and len(llm.requests) == len(script)
 
 

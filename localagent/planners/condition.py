@@ -6,11 +6,12 @@ is that?" the default model converts the 100 EUR at once and never looks at the 
 conversion is wanted at all, so it must be checked before anything else is done.
 
 How: when the goal states a condition ("if", "whether", "unless") and some offered
-function answers yes or no (it returns a boolean), a turn may call only such functions
-until one of them was called. When one then returned false and the goal names no
-alternative ("otherwise", "else", "if not", "if it did not"), the next turn must answer:
-the action the condition guarded is not taken. The model still picks the yes/no function
-and its arguments. Known cost: a condition that no yes/no function decides ("if it is
+function answers yes or no (it returns a boolean), the first turn makes one call, of such
+a function. When it returns false and the goal names no alternative ("otherwise",
+"else", "if not", "if it did not"), the next turn must answer: the action the condition
+guarded is not taken. When it returns true, the next turn must act: call one of the other
+functions (seen: the model answered "true" and stopped). The model still picks the
+functions and their arguments. Known cost: a condition that no yes/no function decides ("if it is
 warmer than 20 degrees") still spends the first turn on one (the only yes/no function
 offered), and a false answer about another question stops a goal without an alternative.
 """
@@ -50,27 +51,46 @@ class ConditionCheck:
     condition was found false (then the loop must answer)."""
 
     deciders: list[ToolSpec]
+    others: list[ToolSpec]
     stop_when_false: bool
     checked: bool = False
     failed: bool = False
+    to_act: bool = False  # the condition held: the next turn must call another function
 
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> ConditionCheck:
         """Inactive (nothing to check) when `check` is off, the goal states no condition
         or no function answers yes or no."""
         deciders = yes_no_tools(tools) if on and states_condition(goal) else []
-        return cls(deciders, stop_when_false=not names_alternative(goal), checked=not deciders)
+        others = [t for t in tools if t not in deciders]
+        return cls(deciders, others, stop_when_false=not names_alternative(goal),
+                   checked=not deciders)
 
     def must_call(self) -> list[ToolSpec]:
         """The functions the next turn must choose from ([]: no restriction)."""
-        return [] if self.checked else self.deciders
+        if not self.checked:
+            return self.deciders
+        return self.others if self.to_act else []
 
-    def record(self, function: str, value: Any) -> None:
-        """A finished call: a decider's false result, without an alternative, means stop."""
-        if any(t.qualified_name == function for t in self.deciders):
-            self.checked = True
-            if value is False and self.stop_when_false:
-                self.failed = True
+    @property
+    def max_calls(self) -> int | None:
+        """One call while checking (seen: four identical checks in one turn), else None."""
+        return None if self.checked else 1
+
+    def record_turn(self, calls: Sequence[tuple[str, Any]]) -> None:
+        """A turn's finished calls (function, value or None). A decider's false result
+        without an alternative means answer; a true one, act."""
+        acted = self.to_act and any(f not in self._names for f, _ in calls)
+        self.to_act = self.to_act and not acted
+        for function, value in calls:
+            if function in self._names and not self.checked:
+                self.checked = True
+                self.failed = value is False and self.stop_when_false
+                self.to_act = value is True and bool(self.others)
+
+    @property
+    def _names(self) -> set[str]:
+        return {t.qualified_name for t in self.deciders}
 
     @property
     def must_answer(self) -> bool:

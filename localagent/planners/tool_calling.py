@@ -115,23 +115,25 @@ class ToolCallingPlanner:
 
     def next_turn(self, messages: Sequence[Message], last: bool,
                   log: GenerationLog, answers: list[str] | None = None,
-                  must_call: Sequence[ToolSpec] = ()) -> ToolCallTurn:
+                  must_call: Sequence[ToolSpec] = (),
+                  max_calls: int | None = None) -> ToolCallTurn:
         """The model's next turn. `answers`: with grounded answers, the values a text answer
         may restate ([]: none observed yet, so the turn must call a tool unless it is the
         last); None: free text. `must_call`: with `cover`, the turn must call one of these
-        (they take a value the goal names that no call used yet), unless it is the last."""
+        (they take a value the goal names that no call used yet), unless it is the last.
+        `max_calls`: at most this many calls (default MAX_CALLS_PER_TURN)."""
+        max_calls = max_calls or MAX_CALLS_PER_TURN
         if last:
             constraint = answer_choice(answers) if answers else ANSWER_ONLY
         else:
             constraint = tool_call_turn(
-                list(must_call) or self.tools, max_calls=MAX_CALLS_PER_TURN,
+                list(must_call) or self.tools, max_calls=max_calls,
                 bounds=Bounds(max_text=400),
                 allow_answer=not must_call and (answers is None or bool(answers)),
                 allowed_answers=answers or None)
 
         def parse(text: str) -> ToolCallTurn:
-            turn = parse_tool_calls(wrap_bare_calls(text), self.tools,
-                                    max_calls=MAX_CALLS_PER_TURN)
+            turn = parse_tool_calls(wrap_bare_calls(text), self.tools, max_calls=max_calls)
             if last and self.settings.constrain and turn.answer is None:
                 raise PlanValidationError("the last turn must answer in text")
             return turn
@@ -155,7 +157,8 @@ class ToolCallingPlanner:
             answers = observed_values(observed) if grounded else None
             must_call = check.must_call() or coverage.must_call(self.tools)
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer,
-                                  log=out.log, answers=answers, must_call=must_call)
+                                  log=out.log, answers=answers, must_call=must_call,
+                                  max_calls=check.max_calls)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))
@@ -167,9 +170,10 @@ class ToolCallingPlanner:
             calls = [call_from_dict({"function": c.function, "args": c.args})
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
-            for c, result in zip(turn.calls, results):
+            for c in turn.calls:
                 coverage.record(c.args)
-                check.record(c.function, result.value if result.ok else None)
+            check.record_turn([(c.function, r.value if r.ok else None)
+                               for c, r in zip(turn.calls, results)])
             observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)
