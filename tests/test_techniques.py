@@ -171,15 +171,16 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     goal = "What is the invoice of company C?"
     answer_first = ScriptedLLM(["The invoice is 1000.", "unused"])
     tc = ToolCallingPlanner(answer_first, tools)  # default settings: the measured default
-    assert tc.techniques.grounded and tc.techniques.label == "mentions+grounded+backrefs"
+    assert tc.techniques.grounded and tc.techniques.label == "mentions+grounded+check+backrefs"
     tc.run(goal, Executor(registry), max_iterations=2)
     assert not matches(answer_first.requests[0].constraint, "The invoice is 1000.")
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques()
-    for planner in (TreePlanner(ScriptedLLM([]), tools), SequentialPlanner(ScriptedLLM([]), tools)):
-        assert planner.techniques == Techniques(answer=True), planner.kind
+    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
+                                                                        together=True)
+    assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------
@@ -407,13 +408,17 @@ def weather_and_money(scenario: str):
 
 
 def test_condition_words_and_yes_no_functions() -> None:
-    from localagent.planners.condition import names_alternative, states_condition
+    from localagent.planners.condition import names_alternative, states_condition, yes_no_tools
 
     assert states_condition(BET) and not names_alternative(BET)
     assert not states_condition("How many USD is 100 EUR?")
     assert names_alternative("If it rained in Rome, convert 5 EUR; otherwise convert 5 GBP.")
     assert names_alternative("If it rained in Oslo convert 3 GBP; if it did not, 3 EUR.")
     assert not names_alternative("If the invoice is not paid, add 10%.")
+    tools = weather_and_money("dry").specs()
+    assert [t.name for t in yes_no_tools(tools, BET)] == ["DidItRainToday"]  # rain
+    warm = "If it is warmer than 20 degrees in Rome today, convert 200 USD to EUR."
+    assert yes_no_tools(tools, warm) == []  # no yes/no function decides "warmer"
 
 
 @pytest.mark.parametrize("scenario", ["dry", "rain"])
@@ -445,7 +450,8 @@ def test_check_goes_on_after_a_no_when_the_goal_names_an_alternative() -> None:
     planner = ToolCallingPlanner(llm, registry.specs(), PlannerSettings(
         techniques=Techniques.parse("check")))
     out = planner.run(goal, Executor(registry), max_iterations=4)
-    assert matches(llm.requests[1].constraint, CONVERT.replace("USD", "GBP"))
+    second = llm.requests[1].constraint
+    assert matches(second, CONVERT.replace("USD", "GBP")) and not matches(second, "false")
     assert out.answer == "85.04 GBP"
     off = ToolCallingPlanner(ScriptedLLM([CONVERT, "108.0"]), registry.specs(),
                              PlannerSettings(techniques=Techniques.parse("mentions")))

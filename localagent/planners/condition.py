@@ -6,14 +6,15 @@ is that?" the default model converts the 100 EUR at once and never looks at the 
 conversion is wanted at all, so it must be checked before anything else is done.
 
 How: when the goal states a condition ("if", "whether", "unless") and some offered
-function answers yes or no (it returns a boolean), the first turn makes one call, of such
-a function. When it returns false and the goal names no alternative ("otherwise",
-"else", "if not", "if it did not"), the next turn must answer: the action the condition
-guarded is not taken. When it returns true, the next turn must act: call one of the other
-functions (seen: the model answered "true" and stopped). The model still picks the
-functions and their arguments. Known cost: a condition that no yes/no function decides ("if it is
-warmer than 20 degrees") still spends the first turn on one (the only yes/no function
-offered), and a false answer about another question stops a goal without an alternative.
+function answers yes or no (it returns a boolean) about something the goal names (a word
+of its name, such as "rain" of DidItRainToday, begins a word of the goal: "rained"), the
+first turn makes one call, of such a function. When it returns false and the goal names
+no alternative ("otherwise", "else", "if not", "if it did not"), the next turn must
+answer: the action the condition guarded is not taken. Otherwise the next turn must act:
+call one of the other functions (seen: the model answered "true" or "false" and
+stopped). The model still picks the functions and their arguments. Known cost: a check
+whose argument must itself be looked up ("the city where Bob lives") is made first
+anyway, on the model's guess.
 """
 
 from __future__ import annotations
@@ -40,9 +41,22 @@ def names_alternative(goal: str) -> bool:
     return bool(_ALTERNATIVE.search(goal))
 
 
-def yes_no_tools(tools: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The functions that return a boolean."""
-    return [t for t in tools if isinstance(t.returns, dict) and t.returns.get("type") == "boolean"]
+# words of a yes/no function's name that say nothing about what it decides
+_GENERIC = {"does", "have", "today", "check", "with", "from", "there", "that", "this"}
+
+
+def _name_words(tool: ToolSpec) -> set[str]:
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", tool.name)
+    return {w.lower() for w in words if len(w) >= 4} - _GENERIC
+
+
+def yes_no_tools(tools: Sequence[ToolSpec], goal: str = "") -> list[ToolSpec]:
+    """The functions that return a boolean; with `goal`, only those that decide something
+    it names (a word of the function's name begins a word of the goal)."""
+    goal_words = re.findall(r"[a-z]+", goal.lower())
+    return [t for t in tools
+            if isinstance(t.returns, dict) and t.returns.get("type") == "boolean"
+            and (not goal or any(g.startswith(w) for w in _name_words(t) for g in goal_words))]
 
 
 @dataclass
@@ -55,13 +69,13 @@ class ConditionCheck:
     stop_when_false: bool
     checked: bool = False
     failed: bool = False
-    to_act: bool = False  # the condition held: the next turn must call another function
+    to_act: bool = False  # checked, not failed: the next turn must call another function
 
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> ConditionCheck:
         """Inactive (nothing to check) when `check` is off, the goal states no condition
         or no function answers yes or no."""
-        deciders = yes_no_tools(tools) if on and states_condition(goal) else []
+        deciders = yes_no_tools(tools, goal) if on and states_condition(goal) else []
         others = [t for t in tools if t not in deciders]
         return cls(deciders, others, stop_when_false=not names_alternative(goal),
                    checked=not deciders)
@@ -79,14 +93,14 @@ class ConditionCheck:
 
     def record_turn(self, calls: Sequence[tuple[str, Any]]) -> None:
         """A turn's finished calls (function, value or None). A decider's false result
-        without an alternative means answer; a true one, act."""
+        without an alternative means answer; any other result, act."""
         acted = self.to_act and any(f not in self._names for f, _ in calls)
         self.to_act = self.to_act and not acted
         for function, value in calls:
             if function in self._names and not self.checked:
                 self.checked = True
                 self.failed = value is False and self.stop_when_false
-                self.to_act = value is True and bool(self.others)
+                self.to_act = not self.failed and bool(self.others)
 
     @property
     def _names(self) -> set[str]:
