@@ -439,6 +439,8 @@ def test_check_calls_the_yes_no_function_first_and_stops_when_it_says_no(scenari
     assert matches(second, "true") is (scenario == "dry")  # yes: act, do not answer yet
     assert not matches(second, RAIN_CHECK)  # checked once
     assert out.answer == script[-1] and len(llm.requests) == len(script)
+    if scenario == "rain":  # checked, acted: now answer
+        assert not matches(llm.requests[2].constraint, CONVERT)
 
 
 def test_check_goes_on_after_a_no_when_the_goal_names_an_alternative() -> None:

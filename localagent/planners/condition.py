@@ -12,7 +12,8 @@ first turn makes one call, of such a function. When it returns false and the goa
 no alternative ("otherwise", "else", "if not", "if it did not"), the next turn must
 answer: the action the condition guarded is not taken. Otherwise the next turn must act:
 call one of the other functions (seen: the model answered "true" or "false" and
-stopped). The model still picks the functions and their arguments. Known cost: a check
+stopped), and the turn after it must answer (seen: ten more conversions, back and forth,
+then an exchange rate as the answer). The model still picks the functions and their arguments. Known cost: a check
 whose argument must itself be looked up ("the city where Bob lives") is made first
 anyway, on the model's guess.
 """
@@ -70,6 +71,7 @@ class ConditionCheck:
     checked: bool = False
     failed: bool = False
     to_act: bool = False  # checked, not failed: the next turn must call another function
+    acted: bool = False  # it did: the next turn must answer
 
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> ConditionCheck:
@@ -94,8 +96,8 @@ class ConditionCheck:
     def record_turn(self, calls: Sequence[tuple[str, Any]]) -> None:
         """A turn's finished calls (function, value or None). A decider's false result
         without an alternative means answer; any other result, act."""
-        acted = self.to_act and any(f not in self._names for f, _ in calls)
-        self.to_act = self.to_act and not acted
+        self.acted = self.acted or (self.to_act and any(f not in self._names for f, _ in calls))
+        self.to_act = self.to_act and not self.acted
         for function, value in calls:
             if function in self._names and not self.checked:
                 self.checked = True
@@ -108,4 +110,4 @@ class ConditionCheck:
 
     @property
     def must_answer(self) -> bool:
-        return self.failed
+        return self.failed or self.acted
