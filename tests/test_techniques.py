@@ -441,6 +441,14 @@ def test_check_calls_the_yes_no_function_first_and_stops_when_it_says_no(scenari
     assert out.answer == script[-1] and len(llm.requests) == len(script)
     if scenario == "rain":  # checked, acted: now answer
         assert not matches(llm.requests[2].constraint, CONVERT)
+    grounded = ToolCallingPlanner(ScriptedLLM(script[:-1] + ["108.0" if scenario == "rain"
+                                                             else "false"]),
+                                  registry.specs(), PlannerSettings(
+                                      techniques=Techniques.parse("grounded+check")))
+    grounded.run(BET, Executor(registry), max_iterations=4)
+    last = grounded.llm.requests[-1].constraint
+    assert matches(last, "108.0" if scenario == "rain" else "false")
+    assert matches(last, "true") is False  # after acting, the check's result is no answer
 
 
 def test_check_goes_on_after_a_no_when_the_goal_names_an_alternative() -> None:

@@ -13,7 +13,8 @@ no alternative ("otherwise", "else", "if not", "if it did not"), the next turn m
 answer: the action the condition guarded is not taken. Otherwise the next turn must act:
 call one of the other functions (seen: the model answered "true" or "false" and
 stopped), and the turn after it must answer (seen: ten more conversions, back and forth,
-then an exchange rate as the answer). The model still picks the functions and their arguments. Known cost: a check
+then an exchange rate as the answer), restating a result of the action, not the check's
+yes or no (with `grounded`). The model still picks the functions and their arguments. Known cost: a check
 whose argument must itself be looked up ("the city where Bob lives") is made first
 anyway, on the model's guess.
 """
@@ -103,6 +104,13 @@ class ConditionCheck:
                 self.checked = True
                 self.failed = value is False and self.stop_when_false
                 self.to_act = not self.failed and bool(self.others)
+
+    def answer_values(self, observed: Sequence[tuple[str, Any]]) -> list[Any]:
+        """The observed values a grounded answer may restate: after acting, the action's
+        results only (seen: "true", the check's result, given as the answer)."""
+        if not self.acted:
+            return [value for _, value in observed]
+        return [value for function, value in observed if function not in self._names]
 
     @property
     def _names(self) -> set[str]:

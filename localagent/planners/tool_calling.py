@@ -151,10 +151,10 @@ class ToolCallingPlanner:
         grounded = self.techniques.grounded and not asks_for_text(goal)
         coverage = Coverage.of(goal, self.tools, self.techniques.cover)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
-        observed: list[Any] = []
+        observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
         previous: str | None = None
         for i in range(1, max_iterations + 1):
-            answers = observed_values(observed) if grounded else None
+            answers = observed_values(check.answer_values(observed)) if grounded else None
             must_call = check.must_call() or coverage.must_call(self.tools)
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer,
                                   log=out.log, answers=answers, must_call=must_call,
@@ -174,7 +174,7 @@ class ToolCallingPlanner:
                 coverage.record(c.args)
             check.record_turn([(c.function, r.value if r.ok else None)
                                for c, r in zip(turn.calls, results)])
-            observed += [r.value for r in results if r.ok]
+            observed += [(c.function, r.value) for c, r in zip(turn.calls, results) if r.ok]
             for result in results:
                 out.events.extend(result.events)
             messages.append({"role": "assistant", "content": "", "tool_calls": [
