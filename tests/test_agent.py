@@ -25,6 +25,10 @@ def test_tree_run_answer_plan_steps_usage():
     assert result.usage.calls == 1 and result.usage.prompt_tokens > 0
     data = result.to_dict()
     assert {"answer", "planner", "model", "plan", "steps", "usage", "seconds"} <= set(data)
+    from localagent.planners.scenarios import calls_of  # the judges' view of the run
+
+    assert [(c["function"], c["result"]) for c in calls_of(result)] == [
+        ("DemoPlugin.GetInvoice", 20000), ("DemoPlugin.Diff", 19900)]
 
 
 def test_planning_failure_is_a_result_not_an_exception():

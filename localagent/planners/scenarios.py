@@ -56,10 +56,10 @@ def calls_of(result: AgentResult) -> list[dict[str, Any]]:
     for step in result.steps:
         if step.get("kind") == "call_finished":
             out.append(step)
-        elif "calls" in step:  # a tool-calling turn
+        elif isinstance(step.get("calls"), list):  # a tool-calling turn
             out.extend({"function": c["function"], "args": c["args"], "result": c["result"]}
                        for c in step["calls"])
-        elif step.get("function"):  # a ReAct step
+        elif step.get("function") and "thought" in step:  # a ReAct step
             out.append({"function": step["function"], "args": step.get("args"),
                         "result": step.get("observation")})
     return out
