@@ -138,9 +138,6 @@ def test_real_model_run_json_furina_react(default_model_path):
     assert "3.29" in str(data["answer"]), data
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30, greedy: the default model's tree plan answered 15900 "
-    "(Diff of two lookups, no Totals), 0/2 runs solved; see the closing note of issue 5"))
 def test_real_model_run_json(default_model_path):
     args = ["run", INVOICE, "--planner", "tree", "--json"]
     for plugin in [*OTHER_PLUGINS, "PersonalAssistant", "MathPlugin"]:

@@ -22,10 +22,8 @@ def run(llm, scenario: Scenario, planner: str, **kwargs):
     return agent.run(scenario.goal, planner=planner, **kwargs)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30 on the default model (scripts/bench_scenarios.py --seeds 5): 0/5 "
-    "(greedy: Diff(GetInvoice(C), GetInvoice(F)), 15900); see the closing note of issue 5"))
 def test_invoice_tree_nests_diff_over_two_totals(default_llm):
+    """Greedy passes with the default `together` (5 seeds: 2/5, docs/BENCHMARKS.md)."""
     result = run(default_llm, BY_NAME["invoice"], "tree")
     assert BY_NAME["invoice"].judge(result) is None, result.to_dict()
     assert result.answer == 21100
@@ -37,12 +35,9 @@ def test_furina_react_two_tool_steps(default_llm):
     assert result.usage.prompt_tokens_reused > 0  # each step reused the transcript so far
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30 on the default model (tools with grounded, --seeds 5): bet-rain "
-    "1/5, bet-dry 0/5; greedy converts EUR to USD without looking at the weather; see the "
-    "closing note of issue 5"))
 @pytest.mark.parametrize("name", ["bet-rain", "bet-dry"])
 def test_bet_tool_calling_converts_only_when_it_rained(default_llm, name):
+    """With the default `check`: 5/5 seeds each (docs/BENCHMARKS.md, stop 14)."""
     result = run(default_llm, BY_NAME[name], "tools", max_iterations=4)
     assert BY_NAME[name].judge(result) is None, result.to_dict()
 
@@ -57,9 +52,9 @@ def test_poems_sequential_ends_uppercase(default_llm):
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30, default model greedy: the filter keeps GetInvoice, Total and Diff "
-    "(5 of 203), but the plan called a kept distractor (shopping.ComparePrices): 0/1; "
-    "see the closing note of issue 6"))
+    "measured 2026-11-30 (stop 14), default model: the filter keeps GetInvoice, Total and "
+    "Diff (5 of 203); greedy nests right but roots the plan in Total: Total(Total(C, F), "
+    "Total(A, E)) = 27100; seeds 0-2: 1/3; see the closing note of issue 6"))
 def test_invoice_tree_with_filtering_among_200_distractors(default_llm, tmp_path):
     """Issue 6: the filter finds the invoice functions among 200 unrelated catalog tools
     (real MiniLM, real Chroma on disk) and the tree planner, offered only the kept
