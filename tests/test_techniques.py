@@ -510,11 +510,12 @@ def test_together_tree_grammar_combines_values_listed_together_first(registry) -
     all_four = total(total(inv("C"), inv("F")), total(inv("A"), inv("E")))
     chained = diff(inv("C"), total(inv("F"), total(inv("A"), inv("E"))))  # seen on Qwen
     mixed = diff(total(inv("C"), inv("A")), total(inv("F"), inv("E")))
+    reused = diff(total(inv("C"), inv("F")), total(inv("C"), total(inv("A"), inv("E"))))
     values = ["C", "F", "A", "E"]
     grouped = tree_plan(tools, cover=values, groups=[0, 0, 1, 1])
     covering = tree_plan(tools, cover=values)
     for plan, admitted in ((right, True), (swapped, True), (all_four, True),
-                           (chained, False), (mixed, False)):
+                           (chained, False), (mixed, False), (reused, False)):
         assert matches(grouped, compact(plan)) is admitted, plan
         assert matches(covering, compact(plan)), plan  # cover alone admits every one
 

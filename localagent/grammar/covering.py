@@ -20,6 +20,8 @@ nested calls), and optional arguments take their usual rules (they cover nothing
 groups whole. So for "the total of company C, F and the total of company A, E",
 `Diff(GetInvoice(C), Total(GetInvoice(F), Total(A, E)))` is out (its outer Total takes F
 from the pair C, F together with A and E) and `Diff(Total(C, F), Total(A, E))` stays in.
+A value listed with others is used once (seen: `Diff(Total(C, F), Total(C, Total(A, E)))`);
+a value named alone may be used twice (a density is population / area of one country).
 The order of the values is free: "How many JPY is 1000 EUR" is `Convert(1000, EUR, JPY)`.
 """
 
@@ -54,6 +56,10 @@ class CoveringRules:
         self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
         for k, g in enumerate(groups):
             self.groups[g] |= 1 << k
+        # values listed with others are used once (seen: Total(C, Total(A, E)) after
+        # Total(C, F)); a value named alone may be needed twice (density = population /
+        # area of one country)
+        self.once = sum(g for g in self.groups if g & (g - 1))
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.full = (1 << len(values)) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
@@ -140,7 +146,8 @@ class CoveringRules:
         alts: list[str] = []
         enum = string_enum(schema)
         if enum:
-            alts += [lit(jtext(v)) for v in enum if t == s | self.bit.get(v, 0)]
+            alts += [lit(jtext(v)) for v in enum if t == s | self.bit.get(v, 0)
+                     and not self.bit.get(v, 0) & self.once & s]
         elif s == t:
             self.b.rules.root = root
             plain = self.b.rules.value(schema, 1, None, "")
