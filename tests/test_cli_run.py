@@ -103,6 +103,15 @@ def test_plan_prints_a_loadable_plan(scripted):
     assert plan_from_json(result.output).root.function == "DemoPlugin.Diff"
 
 
+def test_plan_show_tools_goes_to_stderr_and_the_plan_stays_json(scripted):
+    scripted.enqueue(json.dumps(PLAN))
+    result = runner.invoke(app, ["plan", "C minus 100", "--show-tools",
+                                 "--exclude-plugin", "TimePlugin"])
+    assert result.exit_code == 0, result.output
+    assert plan_from_json(result.stdout).root.function == "DemoPlugin.Diff"
+    assert "DemoPlugin.Diff" in result.stderr and "TimePlugin" not in result.stderr
+
+
 @pytest.mark.parametrize("args", [
     ["run", "   "],
     ["run", "g", "--planner", "nope"],

@@ -91,11 +91,13 @@ INCLUDE_OPT = typer.Option(None, "--include", help="Always offer this function (
 EXCLUDE_OPT = typer.Option(None, "--exclude", help="Never offer this function (repeat).")
 EXCLUDE_PLUGIN_OPT = typer.Option(None, "--exclude-plugin",
                                   help="Never offer this plugin's functions (repeat).")
+SHOW_TOOLS_OPT = typer.Option(False, "--show-tools", help="Print the functions the filter "
+                              "kept for the goal (plan: on stderr, the plan stays JSON).")
 
 
-def _show_tools(agent: Any, goal: str) -> None:
+def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
     names = [s.qualified_name for s in agent.tools_for(goal)]
-    console.print(f"[bold]tools[/bold] ({len(names)}): " + ", ".join(names), highlight=False)
+    out.print(f"[bold]tools[/bold] ({len(names)}): " + ", ".join(names), highlight=False)
 
 
 @app.command("run", help=_RUN_HELP)
@@ -118,7 +120,7 @@ def run_command(
     include: list[str] | None = INCLUDE_OPT,
     exclude: list[str] | None = EXCLUDE_OPT,
     exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
-    show_tools: bool = typer.Option(False, "--show-tools", help="Print the tools offered."),
+    show_tools: bool = SHOW_TOOLS_OPT,
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="Also show every prompt and raw model output (stderr)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the answer."),
@@ -191,7 +193,9 @@ def plan_command(
     include: list[str] | None = INCLUDE_OPT,
     exclude: list[str] | None = EXCLUDE_OPT,
     exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
+    show_tools: bool = SHOW_TOOLS_OPT,
 ) -> None:
+    from localagent.cli.common import err_console
     from localagent.errors import UsageError
 
     if planner is not None and planner not in ("tree", "sequential"):
@@ -204,6 +208,8 @@ def plan_command(
     agent = _agent(cfg.value("model"), plugins, cfg.value("constrain"),
                    _filter(threshold, max_tools, include, exclude, exclude_plugin),
                    cfg.value("techniques"))
+    if show_tools:
+        _show_tools(agent, goal, err_console)
     plan = agent.plan(goal, planner=planner)
     typer.echo(plan.to_json(indent=2))
 
