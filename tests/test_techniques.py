@@ -595,6 +595,25 @@ def test_answer_roots_keep_the_functions_of_the_asked_kind(registry) -> None:
     assert answer_roots("How much is it?", demo(registry)) is None  # every root is numeric
 
 
+def test_answer_roots_follow_the_named_operation_and_the_named_final_form(registry) -> None:
+    from localagent.planners.answer_kind import answer_roots
+
+    tools = registry.specs()
+    assert answer_roots(INVOICE_GOAL, tools) == ["DemoPlugin.Diff", "MathPlugin.subtract"]
+    total = answer_roots("What is the total of the invoices of companies A and C?", tools)
+    assert total is not None and "MathPlugin.add" in total and "DemoPlugin.Diff" not in total
+    # "the total mileage of" asks for a mileage, not for an addition
+    mileage = answer_roots("What is the total mileage of the vans?", tools)
+    assert mileage is None or "DemoPlugin.GetInvoice" in mileage
+    for goal, last in (("Write a few short poems for Valentine's day, in French, in uppercase",
+                        "TextPlugin.uppercase"),
+                       ("Convert the text 'hello world' to uppercase.", "TextPlugin.uppercase"),
+                       ("Write an email about a boat, in Spanish, in lowercase",
+                        "TextPlugin.lowercase")):
+        assert answer_roots(goal, tools) == [last], goal
+    assert answer_roots("Translate hello into French", tools) is None
+
+
 def test_compact_writes_the_task_as_the_examples_are_written(registry) -> None:
     goal = "What is the invoice of company C plus the invoice of company F?"
     tools = demo(registry)

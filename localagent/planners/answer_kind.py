@@ -22,6 +22,12 @@ description says difference, subtract or minus). Seen: with 200 distractor tools
 index, the default model rooted that plan in Total. Only "what/how much is the
 difference/sum/total/product/ratio between/of" counts ("the total mileage of" does not),
 and a restriction that no offered function meets is dropped.
+
+Likewise a goal whose last phrase names a function ("..., in French, in uppercase";
+"Convert the text 'hello world' to uppercase.") asks for that function's output: the
+plan ends with it. Seen: for the Valentine poems the sequential planner ended with
+WriterPlugin.Translate or wrote one step only. A function is named when its name,
+split into words ("uppercase", "trim end"), is the last phrase's last words.
 """
 
 from __future__ import annotations
@@ -94,12 +100,26 @@ def performs(tool: ToolSpec, operation: str) -> bool:
     return any(re.search(rf"\b{w}", text) for w in OPERATION_WORDS[operation])
 
 
+def _name_words(name: str) -> str:
+    """`trim_end` / `TrimEnd` -> "trim end"."""
+    return " ".join(w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name))
+
+
+def final_form(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The functions the goal's last phrase names (by their whole name), if any."""
+    text = _QUOTED.sub("''", goal.strip()).rstrip(" .!?")
+    last = " ".join(re.split(r"[,;:]", text)[-1].lower().split())
+    return [t for t in tools if _name_words(t.name)
+            and re.search(rf"\b{re.escape(_name_words(t.name))}$", last)]
+
+
 def answer_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     """The functions a plan for `goal` may end with (None: any): those returning the kind
-    asked for and, when the question names an operation, performing it. A restriction
+    asked for, performing the operation the question names, and named by its last phrase. A restriction
     that no tool meets is dropped rather than admitting no plan at all."""
     kind, operation = answer_kind(goal), asked_operation(goal)
     roots = [t for t in tools if kind is None or returns_kind(t, kind)] or list(tools)
     if operation:
         roots = [t for t in roots if performs(t, operation)] or roots
+    roots = [t for t in roots if t in final_form(goal, tools)] or roots
     return [t.qualified_name for t in roots] if len(roots) < len(tools) else None

@@ -112,6 +112,8 @@ def judge_poems(result: AgentResult) -> str | None:
     steps = [s["function"] for s in result.plan["subtasks"]]
     if steps[-1] != "TextPlugin.uppercase":
         return f"chain does not end in TextPlugin.uppercase: {steps}"
+    if not any(s.startswith("WriterPlugin.") for s in steps[:-1]):  # a real chain
+        return f"no step writes the poems before the uppercase: {steps}"
     text = str(result.answer or "")
     if not text.strip() or text != text.upper() or not re.search(r"[A-Z]", text):
         return f"final text is not uppercase: {text[:80]!r} ({result.error})"
