@@ -275,6 +275,12 @@ def test_mentions_numbers_come_from_the_goal_or_constants(registry) -> None:
     invented = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
                     value2=100000000000000)
     assert matches(grammar, compact(stated)) and not matches(grammar, compact(invented))
+    padded = call("DemoPlugin.Total", value1=100, value2=call("DemoPlugin.GetInvoice",
+                                                                company="C"))
+    scaled = call("DemoPlugin.Total", value1=call("DemoPlugin.GetInvoice", company="C"),
+                  value2=100)
+    assert not matches(grammar, compact(padded))  # a constant the goal does not state...
+    assert matches(grammar, compact(scaled))  # ...is admitted second, not first
     # the prompt shows such a number as a number, not as a menu of the admitted values
     manual = render_manual(planner.tools_for(goal))
     assert "value2 (number; required)" in manual and "one of 0" not in manual

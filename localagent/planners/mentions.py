@@ -9,7 +9,10 @@ so the grammar admits only a nested call (tree) or a step reference (sequential)
 the value must be looked up. A number argument may be a number the goal states or one of
 a few everyday constants (`CONSTANTS`: 2 for an average, 100 for a percentage, a million
 for figures given "in millions"...), else it too must come from a call; this stops the
-"digit soup" of nested arithmetic on invented numbers. Open strings are left alone.
+"digit soup" of nested arithmetic on invented numbers. The first number argument of a
+function takes no constant the goal does not state: a constant adjusts a looked-up value
+(`divide(sum, 2)`, `multiply(ratio, 100)`) and comes second; first it only padded plans
+(`subtract(Total(100, 100), ...)` for the invoice goal). Open strings are left alone.
 """
 
 from __future__ import annotations
@@ -32,18 +35,23 @@ CONSTANTS = (0, 1, 2, 3, 4, 5, 10, 12, 24, 60, 100, 1000, 1000000)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
 
 
-def goal_numbers(goal: str) -> list[int | float]:
-    """The numbers `goal` states ("250 km", "3.5", "1,000" read as 1000), then CONSTANTS."""
+def stated_numbers(goal: str) -> list[int | float]:
+    """The numbers `goal` states ("250 km", "3.5", "1,000" read as 1000)."""
     found: list[int | float] = []
     for text in _NUMBER.findall(goal):
         text = text.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+", text) else (
             text.replace(",", "."))
         number = float(text)
         found.append(int(number) if number.is_integer() else number)
-    return list(dict.fromkeys([*found, *CONSTANTS]))
+    return list(dict.fromkeys(found))
 
 
-def _anchor(schema: Any, goal: str) -> Any:
+def goal_numbers(goal: str) -> list[int | float]:
+    """The numbers `goal` states, then CONSTANTS."""
+    return list(dict.fromkeys([*stated_numbers(goal), *CONSTANTS]))
+
+
+def _anchor(schema: Any, goal: str, first_number: bool = False) -> Any:
     if not isinstance(schema, dict):
         return schema
     enum = schema.get("enum")
@@ -51,7 +59,7 @@ def _anchor(schema: Any, goal: str) -> Any:
         return {**schema, "enum": [v for v in enum if mentioned(v, goal)],
                 DECLARED: schema.get(DECLARED, enum)}
     if enum is None and schema.get("type") in ("number", "integer"):
-        numbers = goal_numbers(goal)
+        numbers = stated_numbers(goal) if first_number else goal_numbers(goal)
         if schema["type"] == "integer":
             numbers = [n for n in numbers if isinstance(n, int)]
         return {**schema, "enum": numbers, DECLARED: None}
@@ -64,7 +72,10 @@ def anchor_to_goal(tools: Sequence[ToolSpec], goal: str) -> list[ToolSpec]:
     out = []
     for tool in tools:
         props = tool.parameters.get("properties", {})
-        anchored = {k: _anchor(s, goal) for k, s in props.items()}
+        numbers = [k for k, s in props.items() if isinstance(s, dict) and "enum" not in s
+                   and s.get("type") in ("number", "integer")]
+        anchored = {k: _anchor(s, goal, first_number=bool(numbers) and k == numbers[0])
+                    for k, s in props.items()}
         if anchored == props:
             out.append(tool)
         else:
