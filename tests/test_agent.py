@@ -64,3 +64,21 @@ def test_bad_input_raises(goal, planner):
 def test_plan_only_planners():
     with pytest.raises(UsageError):
         Agent(ScriptedLLM()).plan("g", planner="react")
+
+
+def test_poems_judge_wants_written_poems_piped_into_the_uppercase():
+    """The judge of the sequential scenario (shared with scripts/bench_scenarios.py)."""
+    from types import SimpleNamespace
+
+    from localagent.planners.scenarios import judge_poems
+
+    def outcome(steps, answer="POÈMES"):
+        return SimpleNamespace(plan={"subtasks": steps}, answer=answer, error=None)
+
+    poem = {"function": "WriterPlugin.ShortPoem", "args": {}}
+    upper = {"function": "TextPlugin.uppercase", "args": {}}
+    assert judge_poems(outcome([poem, upper])) is None
+    assert "writes the poems" in judge_poems(outcome([upper]))
+    literal = {"function": "TextPlugin.uppercase", "args": {"input": "Aurteur de la vie"}}
+    assert "given text" in judge_poems(outcome([poem, literal]))  # seen on the model
+    assert "not uppercase" in judge_poems(outcome([poem, upper], answer="Poèmes"))

@@ -112,8 +112,12 @@ def judge_poems(result: AgentResult) -> str | None:
     steps = [s["function"] for s in result.plan["subtasks"]]
     if steps[-1] != "TextPlugin.uppercase":
         return f"chain does not end in TextPlugin.uppercase: {steps}"
-    if not any(s.startswith("WriterPlugin.") for s in steps[:-1]):  # a real chain
+    if "WriterPlugin.ShortPoem" not in steps[:-1]:  # a real chain writes the poems
         return f"no step writes the poems before the uppercase: {steps}"
+    last_input = result.plan["subtasks"][-1].get("args", {}).get("input")
+    if isinstance(last_input, str) and not last_input.startswith("$"):
+        # seen: every WriterPlugin function in manual order, then uppercase("<the topic>")
+        return f"the uppercase step is given text, not the chain's output: {last_input!r}"
     text = str(result.answer or "")
     if not text.strip() or text != text.upper() or not re.search(r"[A-Z]", text):
         return f"final text is not uppercase: {text[:80]!r} ({result.error})"
