@@ -115,8 +115,8 @@ def final_form(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
 
 def answer_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     """The functions a plan for `goal` may end with (None: any): those returning the kind
-    asked for, performing the operation the question names, and named by its last phrase. A restriction
-    that no tool meets is dropped rather than admitting no plan at all."""
+    asked for, performing the operation the question names, and named by its last
+    phrase. A restriction that no tool meets is dropped rather than admitting no plan."""
     kind, operation = answer_kind(goal), asked_operation(goal)
     roots = [t for t in tools if kind is None or returns_kind(t, kind)] or list(tools)
     if operation:

@@ -8,15 +8,16 @@ conversion is wanted at all, so it must be checked before anything else is done.
 How: when the goal states a condition ("if", "whether", "unless") and some offered
 function answers yes or no (it returns a boolean) about something the goal names (a word
 of its name, such as "rain" of DidItRainToday, begins a word of the goal: "rained"), the
-first turn makes one call, of such a function. When it returns false and the goal names
-no alternative ("otherwise", "else", "if not", "if it did not"), the next turn must
-answer: the action the condition guarded is not taken. Otherwise the next turn must act:
-call one of the other functions (seen: the model answered "true" or "false" and
-stopped), and the turn after it must answer (seen: ten more conversions, back and forth,
-then an exchange rate as the answer), restating a result of the action, not the check's
-yes or no (with `grounded`). The model still picks the functions and their arguments. Known cost: a check
-whose argument must itself be looked up ("the city where Bob lives") is made first
-anyway, on the model's guess.
+first turn makes one call, of such a function. Then:
+- it said no and the goal names no alternative ("otherwise", "else", "if not", "if it
+  did not"): the next turn must answer; the action the condition guarded is not taken;
+- else the next turn must act, calling one of the other functions (seen: the model
+  answered "true" or "false" and stopped), and the turn after it must answer (seen: ten
+  more conversions, back and forth, then an exchange rate as the answer); with
+  `grounded` the answer restates a result of the action, not the check's yes or no.
+The model still picks the functions and their arguments. Known cost: a check whose
+argument must itself be looked up ("the city where Bob lives") is made first anyway, on
+the model's guess.
 """
 
 from __future__ import annotations

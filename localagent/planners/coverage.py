@@ -92,8 +92,12 @@ def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
         at = _position(v, goal)
         if at is None:
             raise ValueError(f"{v!r} is not named in the goal")
-        together = end is not None and _LISTED.fullmatch(goal[end:at]) is not None
-        groups.append(groups[-1] if together else len(groups) and groups[-1] + 1)
+        if end is None:
+            groups.append(0)
+        elif _LISTED.fullmatch(goal[end:at]):
+            groups.append(groups[-1])  # listed with the value before it
+        else:
+            groups.append(groups[-1] + 1)
         end = at + len(v)
     return groups
 
