@@ -70,8 +70,8 @@ class TreePlanner:
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
         returns the kind of value the goal asks for (answer_kind.py); with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
-        before meeting the others. A restriction that
-        no plan over these tools can meet is dropped (`answer` first)."""
+        before meeting the others. A restriction that no plan over these tools can meet is
+        dropped (`answer` first)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
         cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
         groups = listed_groups(goal, cover) if t.together else []
