@@ -25,7 +25,7 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | combined in one call first (grammar/covering.py)          |
 | check         | tools              | a goal stating a condition ("if") calls a yes/no function |
 |               |                    | first; a "no" without an alternative in the goal forces   |
-|               |                    | the answer, else an action, then the answer (condition.py) |
+|               |                    | the answer, else one action and the answer (condition.py) |
 | answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
 |               |                    | of value the question asks for: "how many" a number,      |
 |               |                    | "which" a name (answer_kind.py)                           |
