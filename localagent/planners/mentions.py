@@ -9,10 +9,11 @@ so the grammar admits only a nested call (tree) or a step reference (sequential)
 the value must be looked up. A number argument may be a number the goal states or one of
 a few everyday constants (`CONSTANTS`: 2 for an average, 100 for a percentage, a million
 for figures given "in millions"...), else it too must come from a call; this stops the
-"digit soup" of nested arithmetic on invented numbers. The first number argument of a
-function takes no constant the goal does not state: a constant adjusts a looked-up value
-(`divide(sum, 2)`, `multiply(ratio, 100)`) and comes second; first it only padded plans
-(`subtract(Total(100, 100), ...)` for the invoice goal). Open strings are left alone.
+"digit soup" of nested arithmetic on invented numbers. When the goal names a value to
+look up, the first number argument of a function takes no constant the goal does not
+state: a constant adjusts a looked-up value (`divide(sum, 2)`, `multiply(ratio, 100)`)
+and comes second; first it only padded plans (`subtract(Total(100, 100), ...)` for the
+invoice goal). Open strings are left alone.
 """
 
 from __future__ import annotations
@@ -66,15 +67,24 @@ def _anchor(schema: Any, goal: str, first_number: bool = False) -> Any:
     return schema
 
 
+def _names_a_value(tools: Sequence[ToolSpec], goal: str) -> bool:
+    """Whether `goal` names a value some enum argument takes (something to look up)."""
+    return any(mentioned(v, goal) for t in tools
+               for s in t.parameters.get("properties", {}).values() for v in string_enum(s))
+
+
 def anchor_to_goal(tools: Sequence[ToolSpec], goal: str) -> list[ToolSpec]:
     """The tools with every top-level enum argument narrowed to the values `goal` names,
-    and every number argument to the goal's numbers and CONSTANTS."""
+    and every number argument to the goal's numbers and CONSTANTS; when the goal names a
+    value to look up, a function's first number argument to the goal's numbers only
+    (else a goal naming nothing could get no plan at all: `Total(?, ...)` has no base)."""
+    lookups = _names_a_value(tools, goal)
     out = []
     for tool in tools:
         props = tool.parameters.get("properties", {})
         numbers = [k for k, s in props.items() if isinstance(s, dict) and "enum" not in s
                    and s.get("type") in ("number", "integer")]
-        anchored = {k: _anchor(s, goal, first_number=bool(numbers) and k == numbers[0])
+        anchored = {k: _anchor(s, goal, first_number=lookups and k == (numbers or [None])[0])
                     for k, s in props.items()}
         if anchored == props:
             out.append(tool)
