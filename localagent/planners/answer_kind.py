@@ -100,17 +100,12 @@ def performs(tool: ToolSpec, operation: str) -> bool:
     return any(re.search(rf"\b{w}", text) for w in OPERATION_WORDS[operation])
 
 
-def _name_words(name: str) -> str:
-    """`trim_end` / `TrimEnd` -> "trim end"."""
-    return " ".join(w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name))
-
-
 def final_form(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The functions the goal's last phrase names (by their whole name), if any."""
     text = _QUOTED.sub("''", goal.strip()).rstrip(" .!?")
     last = " ".join(re.split(r"[,;:]", text)[-1].lower().split())
-    return [t for t in tools if _name_words(t.name)
-            and re.search(rf"\b{re.escape(_name_words(t.name))}$", last)]
+    return [t for t in tools if t.name_words
+            and re.search(rf"\b{re.escape(' '.join(t.name_words))}$", last)]
 
 
 def answer_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
@@ -121,5 +116,6 @@ def answer_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     roots = [t for t in tools if kind is None or returns_kind(t, kind)] or list(tools)
     if operation:
         roots = [t for t in roots if performs(t, operation)] or roots
-    roots = [t for t in roots if t in final_form(goal, tools)] or roots
+    named = final_form(goal, tools)
+    roots = [t for t in roots if t in named] or roots
     return [t.qualified_name for t in roots] if len(roots) < len(tools) else None

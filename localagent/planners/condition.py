@@ -48,18 +48,18 @@ def names_alternative(goal: str) -> bool:
 _GENERIC = {"does", "have", "today", "check", "with", "from", "there", "that", "this"}
 
 
-def _name_words(tool: ToolSpec) -> set[str]:
-    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", tool.name)
-    return {w.lower() for w in words if len(w) >= 4} - _GENERIC
+def _telling_words(tool: ToolSpec) -> set[str]:
+    """The words of the function's name that say what it decides ("rain")."""
+    return {w for w in tool.name_words if len(w) >= 4 and w.isalpha()} - _GENERIC
 
 
-def yes_no_tools(tools: Sequence[ToolSpec], goal: str = "") -> list[ToolSpec]:
-    """The functions that return a boolean; with `goal`, only those that decide something
-    it names (a word of the function's name begins a word of the goal)."""
+def yes_no_tools(tools: Sequence[ToolSpec], goal: str) -> list[ToolSpec]:
+    """The functions that return a boolean and decide something `goal` names (a word of
+    the function's name begins a word of the goal)."""
     goal_words = re.findall(r"[a-z]+", goal.lower())
     return [t for t in tools
             if isinstance(t.returns, dict) and t.returns.get("type") == "boolean"
-            and (not goal or any(g.startswith(w) for w in _name_words(t) for g in goal_words))]
+            and any(g.startswith(w) for w in _telling_words(t) for g in goal_words)]
 
 
 @dataclass

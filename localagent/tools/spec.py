@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +29,11 @@ class ToolSpec:
     @property
     def qualified_name(self) -> str:
         return f"{self.plugin}.{self.name}"
+
+    @property
+    def name_words(self) -> list[str]:
+        """The function's name as lowercase words: `TrimEnd` / `trim_end` -> trim, end."""
+        return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", self.name)]
 
     @property
     def content_hash(self) -> str:
