@@ -42,12 +42,8 @@ def test_bet_tool_calling_converts_only_when_it_rained(default_llm, name):
     assert BY_NAME[name].judge(result) is None, result.to_dict()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "measured 2026-11-30 (stop 14), greedy: with `answer` the chain now ends in "
-    "TextPlugin.uppercase, but it runs every WriterPlugin function in manual order and "
-    "uppercases the literal 'Aurteur de la vie', not the poems: 0/1 (stop 13: 0/5, no "
-    "uppercase at the end); see the closing note of issue 5"))
 def test_poems_sequential_ends_uppercase(default_llm):
+    """With the default `named` the goal's own steps, in its order (docs/BENCHMARKS.md)."""
     result = run(default_llm, BY_NAME["poems"], "sequential")
     assert BY_NAME["poems"].judge(result) is None, result.to_dict()
 

@@ -12,6 +12,7 @@ from localagent.grammars import react_step, tool_call_turn
 from localagent.llm import ScriptedLLM
 from localagent.plan import SequentialPlan, TreePlan
 from localagent.planners.base import PlannerSettings
+from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.react import ReactPlanner
 from localagent.planners.sequential import SequentialPlanner
 from localagent.planners.techniques import Techniques
@@ -224,7 +225,8 @@ def test_tool_calls_in_parallel_matched_by_id(registry):
            to_currency="USD"),
         "You won 108.0 USD.",
     ])
-    out = ToolCallingPlanner(llm, specs, LOOP).run("bet", Executor(registry))
+    goal = "Did it rain in Athens or in Madrid? Then 100 EUR in USD"
+    out = ToolCallingPlanner(llm, specs, LOOP).run(goal, Executor(registry))
     assert out.answer == "You won 108.0 USD." and out.stop_reason == "answered in text"
     first = out.turns[0].calls
     assert [(c["id"], c["result"]) for c in first] == [("call_1", True), ("call_2", False)]
@@ -233,7 +235,9 @@ def test_tool_calls_in_parallel_matched_by_id(registry):
         ("call_1", "true"), ("call_2", "false"), ("call_3", "108.0")]
     assistant = next(m for m in out.messages if m.get("tool_calls"))
     assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
-    assert llm.requests[0].constraint == tool_call_turn(specs, max_calls=4, bounds=_bounds())
+    # `mentions` (on in LOOP): the cities and numbers the goal names
+    assert llm.requests[0].constraint == tool_call_turn(
+        anchor_to_goal(specs, goal), max_calls=4, bounds=_bounds())
 
 
 def _bounds():

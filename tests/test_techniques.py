@@ -180,7 +180,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques()
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
                                                                         together=True)
-    assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True)
+    assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
+                                                                              named=True)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------
@@ -306,6 +307,35 @@ def test_react_mentions_keys_come_from_the_goal_or_observations(registry) -> Non
                           '{"value1": 20000, "value2": 250}')
 
 
+def test_tool_calling_mentions_narrow_each_turns_calls_not_the_shown_schemas(registry) -> None:
+    """As in ReAct: a call's keys and numbers come from the goal or a result seen so far.
+    The model's chat template still gets the declared schemas."""
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    goal = "What is the invoice of company C plus 250?"
+    turn = tc("DemoPlugin.GetInvoice", company="C")
+    invented = tc("DemoPlugin.Total", value1=20000, value2=250)
+    llm = ScriptedLLM([turn, tc("DemoPlugin.Total", value1=20000, value2=250), "20250"])
+    planner = ToolCallingPlanner(llm, demo(registry),
+                                 PlannerSettings(techniques=Techniques.parse("mentions")))
+    out = planner.run(goal, Executor(registry), max_iterations=4)
+    assert out.answer == "20250"
+    first, second = (r.constraint for r in llm.requests[:2])
+    assert matches(first, turn) and not matches(first, tc("DemoPlugin.GetInvoice", company="A"))
+    assert not matches(first, invented)  # 20000 not seen yet
+    assert matches(second, invented)  # now it was
+    # the declared functions, unnarrowed (company takes A..F there)
+    assert all(json.dumps(t) in llm.requests[0].prompt for t in planner.schemas)
+    plain = ScriptedLLM([invented, "x"])
+    ToolCallingPlanner(plain, demo(registry), PlannerSettings(
+        techniques=Techniques.plain())).run(goal, Executor(registry), max_iterations=2)
+    assert matches(plain.requests[0].constraint, invented)
+
+
+def tc(name: str, **args: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
 # --- cover: no answer before every value the goal names was used -----------------------
 
 BET = ("I bet my friend 100 EUR that it would rain in Athens today. If I won, how many USD "
@@ -393,10 +423,6 @@ def inv(company: str) -> dict:
 
 
 # --- check: a stated condition is checked first -------------------------------------------
-
-def tc(name: str, **args: object) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
-
 
 CONVERT = tc("CurrencyPlugin.ConvertCurrency", amount=100, from_currency="EUR",
              to_currency="USD")

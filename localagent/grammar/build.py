@@ -13,7 +13,8 @@ import json
 import string
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
@@ -30,6 +31,7 @@ from localagent.grammar.jsonlark import (
 )
 from localagent.grammar.types import fits
 from localagent.paths import GRAMMARS_DIR
+from localagent.plan import INPUT
 from localagent.tools.spec import ToolSpec
 
 TEMPLATES = {
@@ -127,7 +129,8 @@ def _bounded_text(n: int) -> str:
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
-                    roots: Sequence[str] | None = None,
+                    roots: Sequence[str] | None = None, pipe: bool = False,
+                    must: Sequence[str] = (), inputs: Sequence[str] | None = None,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -136,7 +139,11 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     forward reference parses and only the plan check rejects it); "backward" (step k may
     name only `$1`..`$(k-1)`: forward references cannot be written, at the price of one
     call rule per tool and step). `roots`: the qualified names the last step may call
-    (None: any function).
+    (None: any function). `pipe`: after the first step, `input` is never written: the pipe
+    gives each step the previous step's output (one call rule per tool and step).
+    `must`: a recipe: the qualified names the plan calls in this order; with it, every
+    tool is called at most once (a rule per step and state). `inputs`: the values the plan's "input"
+    (its starting text) may take (None: any bounded string).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
@@ -144,20 +151,28 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                                        if t.qualified_name in roots}
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
                "refs": refs, "steps": reasoning_steps,
-               "roots": None if roots is None else sorted(roots)}
+               "roots": None if roots is None else sorted(roots), "pipe": pipe,
+               "must": list(must), "inputs": None if inputs is None else list(inputs)}
+    index = {t.qualified_name: i for i, t in enumerate(tools)}
+    if any(name not in index for name in must):
+        raise ConstraintError(f"must names functions not offered: {list(must)}")
+    needed = [index[name] for name in must]
 
     def build() -> str:
         rules = LarkRules(bounds)
         text = steps_reasoning(rules, tools, max_steps) if reasoning_steps else (
             rules.string(reasoning_chars, 1) if reasoning_chars else "")
         reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
-        if refs == "backward":
-            steps = [_step_calls(rules, tools, k, _ref_rule(rules, k - 1), last)
+        if refs == "backward" or pipe or needed:
+            steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
+                                 _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
+                                 if refs != "none" else None, last)
                      for k in range(1, max_steps + 1)]
-            subtasks = _unrolled_steps(steps)
+            subtasks = (_recipe_steps(rules, steps, needed, last) if needed
+                        else _unrolled_steps([(s.any, s.final) for s in steps]))
         else:
             ref = _ref_rule(rules, max_steps) if refs == "any" else None
-            call, final = _step_calls(rules, tools, 1, ref, last)
+            call, final, _ = _step_calls(rules, tools, 1, ref, last)
             if final is None:
                 raise ConstraintError(NO_LAST_STEP)
             if max_steps == 1:
@@ -166,7 +181,9 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                 subtasks = f'{call} (", " {call}){{0,{max_steps - 1}}}'
             else:
                 subtasks = f'({call} ", "){{0,{max_steps - 1}}} {final}'
-        return _render("sequential", reasoning=reasoning, input=rules.string(bounds.max_text),
+        start = (rules.string(bounds.max_text) if inputs is None else
+                 rules.add("input", " | ".join(lit(jtext(v)) for v in dict.fromkeys(inputs))))
+        return _render("sequential", reasoning=reasoning, input=start,
                        subtasks=subtasks, rules=rules.render())
 
     return _cached("sequential", tools, options, build)
@@ -192,6 +209,21 @@ def steps_reasoning(rules: LarkRules, tools: Sequence[ToolSpec], max_steps: int 
     return rules.add("steps", f'"\\"" {steps[0]} {text} "\\""')
 
 
+def _piped_after(tools: Sequence[ToolSpec], step: int) -> Sequence[ToolSpec]:
+    """`tools` as step `step` sees them under `pipe`: from step 2 on, an optional `input`
+    argument is gone, so the previous step's output is always what the step works on."""
+    if step < 2:
+        return tools
+    out = []
+    for tool in tools:
+        props = tool.parameters.get("properties", {})
+        if INPUT in props and INPUT not in tool.parameters.get("required", []):
+            props = {k: v for k, v in props.items() if k != INPUT}
+            tool = replace(tool, parameters={**tool.parameters, "properties": props})
+        out.append(tool)
+    return out
+
+
 def _ref_rule(rules: LarkRules, last: int) -> str | None:
     """A rule admitting the step references `"$1"`..`"$last"` (None when last < 1)."""
     if last < 1:
@@ -199,11 +231,20 @@ def _ref_rule(rules: LarkRules, last: int) -> str | None:
     return rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in range(1, last + 1)))
 
 
+class StepRules(NamedTuple):
+    """The rules of one step: any call, a call that may end the plan (None: none may),
+    and each callable tool's own call rule by its index."""
+
+    any: str
+    final: str | None
+    calls: dict[int, str]
+
+
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref: str | None, last: set[int] | None = None) -> tuple[str, str | None]:
+                ref: str | None, last: set[int] | None = None) -> StepRules:
     """Rules for one subtask, and for the plan's last subtask: any tool with its own
     arguments (the last one: only the tools in `last`, when given), refs where given."""
-    heads, finals = [], []
+    heads, finals, calls = [], [], {}
     for i, tool in enumerate(tools):
         params = tool.parameters
 
@@ -216,6 +257,7 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
             continue
         heads.append(rules.add(f"call{step}_{i}", _call_object(
             "function", tool.qualified_name, "args", args)))
+        calls[i] = heads[-1]
         if last is None or i in last:
             finals.append(heads[-1])
     if not heads:
@@ -223,8 +265,43 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
                               "schema admits no value")
     rule = rules.add(f"step{step}", " | ".join(heads))
     if finals == heads:
-        return rule, rule
-    return rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None
+        return StepRules(rule, rule, calls)
+    return StepRules(rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None,
+                     calls)
+
+
+def _recipe_steps(rules: LarkRules, steps: list[StepRules], order: Sequence[int],
+                  last: set[int] | None) -> str:
+    """The subtask list of a recipe: each tool called at most once, every tool of `order`
+    called, in that order; the others where the model puts them. The rule for "step k
+    onward" branches on the state (how many of `order` are called, which others are).
+    A plan may end only once all of `order` are called (and, with `last`, on `last`)."""
+    memo: dict[tuple[int, int, frozenset[int]], str | None] = {}
+    required = list(order)
+
+    def tail(k: int, done: int, used: frozenset[int]) -> str | None:
+        key = (k, done, used)
+        if key not in memo:
+            memo[key] = None
+            step, alts = steps[k], []
+            for i, call in step.calls.items():
+                if i in used or (i in required and required[done:done + 1] != [i]):
+                    continue  # called already, or a required tool out of its turn
+                after = (done + 1, used) if i in required else (done, used | {i})
+                if after[0] == len(required) and (last is None or i in last):
+                    alts.append(call)
+                if k + 1 < len(steps) and len(required) - after[0] < len(steps) - k:
+                    rest = tail(k + 1, *after)
+                    if rest:
+                        alts.append(f'{call} ", " {rest}')
+            memo[key] = rules.add(f"recipe{k + 1}", " | ".join(alts)) if alts else None
+        return memo[key]
+
+    first = tail(0, 0, frozenset())
+    if first is None:
+        raise ConstraintError(f"no plan of at most {len(steps)} steps calls the required "
+                              "functions in order")
+    return first
 
 
 def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:

@@ -33,6 +33,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.examples import choose_examples
 from localagent.planners.mentions import anchor_to_goal
+from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -70,19 +71,31 @@ class SequentialPlanner:
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) as this goal's plan sees them (`mentions`)."""
+        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`)."""
+        tools = self._piped
+        asked = self._asked(goal)
+        if asked:
+            tools = asked.narrowed()
         if self.techniques.mentions:
-            return anchor_to_goal(self._piped, goal)
-        return self._piped
+            return anchor_to_goal(tools, goal)
+        return tools
+
+    def _asked(self, goal: str) -> AskedFunctions | None:
+        """With `named`, what a prose goal asks for (named.py); else None."""
+        return asked_functions(goal, self._piped) if self.techniques.named and goal else None
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `answer` and a goal, one whose last step returns the kind
-        of value the goal asks for (answer_kind.py), unless no step can."""
+        of value the goal asks for (answer_kind.py), unless no step can; with `named`,
+        one calling every function the goal names, from a phrase of the goal."""
         t = self.techniques
         shown = self._piped if tools is None else tools
-        options = {"max_steps": MAX_STEPS, "bounds": BOUNDS,
-                   "refs": "backward" if t.backrefs else "any", "reasoning_steps": t.steps,
-                   "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0}
+        options: dict = {"max_steps": MAX_STEPS, "bounds": BOUNDS, "pipe": t.pipe,
+                         "refs": "backward" if t.backrefs else "any", "reasoning_steps": t.steps,
+                         "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0}
+        asked = self._asked(goal)
+        if asked and tools is not None:  # a recipe: a pure pipe, from a phrase of the goal
+            options.update(must=asked.required, inputs=asked.phrases, pipe=True)
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if roots:
             try:
@@ -107,7 +120,8 @@ class SequentialPlanner:
         """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
         tools = self.tools_for(goal)
-        messages = self.messages(goal, tools if self.techniques.mentions else None)
+        shown = self.techniques.mentions or self.techniques.named
+        messages = self.messages(goal, tools if shown else None)
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(

@@ -32,6 +32,11 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
+| pipe          | sequential         | after the first step, `input` is never a literal: it comes |
+|               |                    | from the pipe (or a $k), not retyped from the goal        |
+| named         | sequential         | a goal asking for prose that names two or more functions  |
+|               |                    | ("short poems ... in uppercase") is offered only the      |
+|               |                    | functions it names, in its order (named.py)               |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
 """
@@ -68,6 +73,8 @@ class Techniques:
     answer: bool = False
     compact: bool = False
     backrefs: bool = True
+    pipe: bool = False
+    named: bool = False
     replan: int = 0
     vote: int = 1
 
@@ -82,7 +89,8 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, together=False, check=False,
-                          answer=False, compact=False, backrefs=False, replan=0, vote=1)
+                          answer=False, compact=False, backrefs=False, pipe=False,
+                          named=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:
@@ -147,7 +155,7 @@ class Techniques:
 # condition that an offered yes/no function decides).
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True),
                                            "tree": Techniques(answer=True, together=True),
-                                           "sequential": Techniques(answer=True)}
+                                           "sequential": Techniques(answer=True, named=True)}
 
 
 def default_techniques(planner: str) -> Techniques:

@@ -33,6 +33,7 @@ from localagent.planners.base import (
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
 from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
+from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
@@ -116,18 +117,25 @@ class ToolCallingPlanner:
     def next_turn(self, messages: Sequence[Message], last: bool,
                   log: GenerationLog, answers: list[str] | None = None,
                   must_call: Sequence[ToolSpec] = (),
-                  max_calls: int | None = None) -> ToolCallTurn:
+                  max_calls: int | None = None,
+                  tools: Sequence[ToolSpec] | None = None) -> ToolCallTurn:
         """The model's next turn. `answers`: with grounded answers, the values a text answer
         may restate ([]: none observed yet, so the turn must call a tool unless it is the
         last); None: free text. `must_call`: with `cover`, the turn must call one of these
         (they take a value the goal names that no call used yet), unless it is the last.
-        `max_calls`: at most this many calls (default MAX_CALLS_PER_TURN)."""
+        `max_calls`: at most this many calls (default MAX_CALLS_PER_TURN). `tools`: the
+        functions as the grammar admits their calls (narrowed by `mentions`); the model's
+        chat template still shows them as declared."""
         max_calls = max_calls or MAX_CALLS_PER_TURN
+        callable_ = list(tools) if tools is not None else self.tools
+        if must_call:
+            names = {t.qualified_name for t in must_call}
+            must_call = [t for t in callable_ if t.qualified_name in names]
         if last:
             constraint = answer_choice(answers) if answers else ANSWER_ONLY
         else:
             constraint = tool_call_turn(
-                list(must_call) or self.tools, max_calls=max_calls,
+                list(must_call) or callable_, max_calls=max_calls,
                 bounds=Bounds(max_text=400),
                 allow_answer=not must_call and (answers is None or bool(answers)),
                 allowed_answers=answers or None)
@@ -141,6 +149,16 @@ class ToolCallingPlanner:
         return generate_checked(self.llm, list(messages), parse, self.settings, log,
                                 constraint=constraint, tools=self.schemas,
                                 max_tokens=self.max_tokens)
+
+    def _turn_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
+        """With `mentions`, as in ReAct: a call's keys and numbers come from the goal or
+        from a result seen so far. Why: without it the default model's first call was
+        often arithmetic on invented numbers (`multiply(1, 1e14)`)."""
+        if not self.techniques.mentions:
+            return self.tools
+        seen = "\n".join(v if isinstance(v, str) else json.dumps(v, default=str)
+                          for v in observed)
+        return anchor_to_goal(self.tools, f"{goal}\n{seen}")
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
@@ -158,7 +176,8 @@ class ToolCallingPlanner:
             must_call = check.must_call() or coverage.must_call(self.tools)
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer,
                                   log=out.log, answers=answers, must_call=must_call,
-                                  max_calls=check.max_calls)
+                                  max_calls=check.max_calls,
+                                  tools=self._turn_tools(goal, [v for _, v in observed]))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))

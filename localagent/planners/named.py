@@ -1,0 +1,123 @@
+"""The `named` technique: a writing goal names its own steps; the plan is offered only those.
+
+Why: "Write a few short poems for Valentine's day in Shakespeare's style, in French, in
+uppercase" names each transformation it wants: short poem, Shakespeare, uppercase (and
+French, a value WriterPlugin.Translate takes). Offered the whole WriterPlugin and
+TextPlugin, the default model wrote every WriterPlugin function in manual order
+(Acronym, Brainstorm, EmailGen, ...) before the uppercase. With `named`, a goal that asks
+for prose and names at least two functions gets a plan over only the functions it asks
+for, listed in the order the goal names them: the order of a recipe ("an email, like a
+pirate, in Spanish, in lowercase") is the order of the pipeline.
+
+A function is asked for when each telling word of its name begins a word of the goal
+("poem" begins "poems"), or when the goal names a value one of its arguments takes: an
+enum value, or a proper-noun default ("French"; a default like "me" or "the team" is not
+a value a goal names). Goals that ask for a value ("how many", "which") are left alone:
+their arithmetic functions ("subtract") are rarely named by the goal's words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from localagent.grammar.types import DECLARED, string_enum
+from localagent.plan import INPUT
+from localagent.planners.answer_kind import answer_kind
+from localagent.planners.grounding import asks_for_text
+from localagent.planners.mentions import mentioned
+from localagent.tools.spec import ToolSpec
+
+# name words that say how a function works, not what it does ("GetSalary": salary)
+_GENERIC = {"get", "set", "find", "make", "do", "run", "gen", "to", "of", "the", "and", "a"}
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+
+
+def _name_position(tool: ToolSpec, goal_words: list[str]) -> int | None:
+    """Where the goal first names `tool` by its name, or None when it does not."""
+    words = [w for w in tool.name_words if w not in _GENERIC]
+    if not words:
+        return None
+    places = [next((i for i, g in enumerate(goal_words) if g.startswith(w)), None)
+              for w in words]
+    return None if None in places else min(p for p in places if p is not None)
+
+
+def _argument_values(tool: ToolSpec) -> list[str]:
+    """The values a goal may name to ask for `tool`: enum values, proper-noun defaults."""
+    values: list[str] = []
+    for schema in tool.parameters.get("properties", {}).values():
+        if not isinstance(schema, dict):
+            continue
+        values += [str(v) for v in string_enum(schema)]
+        default = schema.get("default")
+        if isinstance(default, str) and re.fullmatch(r"[A-Z][a-z]+", default):
+            values.append(default)
+    return values
+
+
+def _value_position(tool: ToolSpec, goal: str) -> int | None:
+    """Where the goal first names a value of `tool`'s arguments (in words), or None."""
+    lowered = goal.lower()
+    found = [len(_WORD.findall(lowered[:m.start()]))
+             for v in _argument_values(tool) if mentioned(v, goal)
+             for m in [re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", lowered)] if m]
+    return min(found) if found else None
+
+
+@dataclass(frozen=True)
+class AskedFunctions:
+    """What a prose goal asks for: the functions to offer (in the goal's order), those
+    named by their own name (each must be called), and the goal's phrases, the only
+    texts the plan may start from."""
+
+    tools: list[ToolSpec]
+    required: list[str]
+    phrases: list[str]
+
+    def narrowed(self) -> list[ToolSpec]:
+        """The offered tools with a literal `input` narrowed to the goal's phrases: the
+        topic is in the goal ("Valentine's day"), not copied from an example."""
+        out = []
+        for tool in self.tools:
+            props = tool.parameters.get("properties", {})
+            if isinstance(props.get(INPUT), dict) and props[INPUT].get("type") == "string":
+                # DECLARED None: the manual shows "string", not a menu of phrases
+                props = {**props, INPUT: {**props[INPUT], "enum": self.phrases,
+                                          DECLARED: None}}
+                tool = replace(tool, parameters={**tool.parameters, "properties": props})
+            out.append(tool)
+        return out
+
+
+def goal_phrases(goal: str, max_words: int = 12) -> list[str]:
+    """The texts a plan may start from: each quoted text whole, then every run of whole
+    words within one clause of the rest of `goal` (clauses end at , ; : . ! ?), longest
+    first, at most `max_words` words each."""
+    phrases = dict.fromkeys(q[1:-1] for q in _QUOTED.findall(goal) if q[1:-1].strip())
+    for clause in re.split(r"[,;:.!?]", _QUOTED.sub(" ", goal)):
+        words = clause.split()
+        for n in range(min(len(words), max_words), 0, -1):
+            for i in range(len(words) - n + 1):
+                phrases[" ".join(words[i:i + n])] = None
+    return list(phrases)
+
+
+def asked_functions(goal: str, tools: Sequence[ToolSpec]) -> AskedFunctions | None:
+    """The functions a prose goal asks for, in the goal's order; None when the goal asks
+    for a value or names fewer than two functions by name (then every tool stays)."""
+    if not asks_for_text(goal) or answer_kind(goal) is not None:
+        return None
+    goal_words = _WORD.findall(_QUOTED.sub(" ", goal).lower())  # quoted text is content
+    by_name = {t.qualified_name: p for t in tools
+               if (p := _name_position(t, goal_words)) is not None}
+    if len(by_name) < 2:
+        return None
+    places = {**{t.qualified_name: p for t in tools
+                 if (p := _value_position(t, goal)) is not None}, **by_name}
+    offered = sorted((t for t in tools if t.qualified_name in places),
+                     key=lambda t: places[t.qualified_name])
+    return AskedFunctions(offered, [t.qualified_name for t in offered
+                                    if t.qualified_name in by_name], goal_phrases(goal))
