@@ -73,6 +73,20 @@ def test_every_option_and_argument_has_help_text():
     assert not undocumented, undocumented
 
 
+def test_techniques_help_lists_every_switch():
+    """The help texts are written out (importing the planners would slow every command
+    down by most of a second), so this test keeps them complete."""
+    from dataclasses import fields
+
+    from localagent.bench.cli import parser
+    from localagent.cli.run import TECHNIQUES_OPT
+    from localagent.planners.techniques import Techniques
+
+    bench = next(a.help for a in parser()._actions if a.dest == "techniques")
+    for f in fields(Techniques):
+        assert f.name in TECHNIQUES_OPT.help and f.name in bench, f.name
+
+
 def test_run_json_answer(scripted):
     scripted.enqueue(json.dumps(PLAN))
     result = runner.invoke(app, ["run", "C minus 100", "--json"])

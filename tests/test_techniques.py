@@ -412,6 +412,45 @@ def test_cover_react_forbids_the_final_answer_until_the_named_city_was_used(regi
     assert matches(last.requests[0].constraint, "Thought: t\nFinal Answer: 108.0")
 
 
+# --- calls: no answer before every function the goal names was called ---------------------
+
+def staff_task():
+    from localagent.bench.suite import load_suite
+    from localagent.paths import REPO_DIR
+
+    suite = load_suite(REPO_DIR / "benchmarks" / "suites" / "generalisation.yaml")
+    return next(t for t in suite.tasks if t.id == "chain-department-of-ingrids-manager")
+
+
+def test_calls_react_must_call_each_named_function_before_answering() -> None:
+    """"What department does Ingrid's manager work in?": seen on the default model, the
+    answer "Tomasz" right after Staff.GetManager."""
+    from localagent.bench.tools import build_registry
+    from localagent.planners.coverage import named_functions
+    from localagent.planners.react import ReactPlanner
+
+    task = staff_task()
+    registry = build_registry(task)
+    assert named_functions(task.goal, registry.specs()) == [
+        "Staff.GetDepartment", "Staff.GetManager"]
+    manager = 'Thought: t\nAction: Staff.GetManager\nAction Input: {"name": "Ingrid"}'
+    early = "Thought: t\nFinal Answer: Tomasz"
+    department = 'Thought: t\nAction: Staff.GetDepartment\nAction Input: {"name": "Tomasz"}'
+    llm = ScriptedLLM([manager, department, "Thought: t\nFinal Answer: Management"])
+    out = ReactPlanner(llm, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions+calls"))).run(task.goal, Executor(registry))
+    assert out.answer == "Management"
+    first, second, third = (r.constraint for r in llm.requests)
+    assert not matches(first, early) and matches(first, manager)
+    # GetDepartment not called yet: still no answer; "Tomasz" was observed, so it is a name
+    assert not matches(second, early) and matches(second, department)
+    assert matches(third, "Thought: t\nFinal Answer: Management")
+    off = ScriptedLLM([manager, early])
+    ReactPlanner(off, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions"))).run(task.goal, Executor(registry))
+    assert matches(off.requests[1].constraint, early)
+
+
 # --- cover in tree plans: every named enum value passed to some call -------------------
 
 INVOICE_GOAL = ("How much is the difference between the total of company C, F and the total "

@@ -1,4 +1,5 @@
-"""The `cover` technique: no answer before every value the goal names was looked up.
+"""The `cover` and `calls` techniques: no answer before every value the goal names was
+looked up (`cover`), and every function it names was called (`calls`).
 
 Why: in a ReAct or tool-calling loop a 0.5B model answers after the first call that looks
 useful and skips the rest of the goal. On "I bet 100 EUR that it would rain in Athens
@@ -16,6 +17,12 @@ free text (write, translate...: `grounding.asks_for_text`) is exempt: its capita
 words ("French", "Shakespeare") describe the text rather than name things to look up.
 Known cost: a goal that names something no function takes ("in Celsius") keeps the loop
 calling until the last allowed step, where any answer is admitted again.
+
+`calls`: the same early answer on a chain: "What department does Ingrid's manager work
+in?" answered "Tomasz" after Staff.GetManager. The goal names the functions it needs by
+their telling words ("department", "manager": named.py), so until each was called the
+loop may not answer. A function that cannot be called yet (its key argument narrowed to
+nothing by `mentions` until an observation names one) does not hold the loop up.
 """
 
 from __future__ import annotations
@@ -137,22 +144,52 @@ def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolS
         free and _free_text(t))]
 
 
+def named_functions(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The functions `goal` names by the telling words of their names ("department" and
+    "manager" in "What department does Ingrid's manager work in?"), in goal order."""
+    from localagent.planners.named import functions_named
+
+    return [t.qualified_name for t in functions_named(goal, tools)]
+
+
+def callable_now(tool: ToolSpec) -> bool:
+    """Whether every required argument admits some value (`mentions` can narrow a key
+    argument to nothing until an observation names one)."""
+    props = tool.parameters.get("properties", {})
+    return not any(isinstance(props.get(k), dict) and props[k].get("enum") == []
+                   for k in tool.parameters.get("required", []))
+
+
 @dataclass
 class Coverage:
-    """One loop's `cover` state, shared by the ReAct and tool-calling loops: the values the
-    goal names and the argument texts the calls so far used."""
+    """One loop's `cover` and `calls` state, shared by the ReAct and tool-calling loops:
+    the values and the functions the goal names, the argument texts the calls so far
+    used and the functions they called."""
 
     named: list[str]
+    functions: list[str] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
+    called: set[str] = field(default_factory=set)
 
     @classmethod
-    def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool) -> Coverage:
-        """Empty (nothing to cover) when `cover` is off or the goal asks for free text."""
-        return cls(named_values(goal, tools) if on and not asks_for_text(goal) else [])
+    def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool,
+           calls: bool = False) -> Coverage:
+        """Empty (nothing to cover) when `cover` and `calls` are off or the goal asks for
+        free text."""
+        if asks_for_text(goal):
+            return cls([])
+        return cls(named_values(goal, tools) if on else [],
+                   named_functions(goal, tools) if calls else [])
 
-    def record(self, args: dict[str, Any]) -> None:
+    def record(self, args: dict[str, Any], function: str = "") -> None:
         self.used.update(_strings(args))
+        self.called.add(function)
 
     def must_call(self, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
-        """The tools the next step must choose from ([]: it may answer)."""
-        return tools_taking(tools, _uncovered(self.named, self.used)) if self.named else []
+        """The tools the next step must choose from ([]: it may answer): those that could
+        take a named value no call used yet, and the named functions not called yet
+        (`tools` as the step may call them; one that cannot be called now is left out)."""
+        must = tools_taking(tools, _uncovered(self.named, self.used)) if self.named else []
+        waiting = set(self.functions) - self.called
+        must += [t for t in tools if t.qualified_name in waiting and t not in must]
+        return [t for t in must if callable_now(t)]

@@ -105,14 +105,23 @@ def goal_phrases(goal: str, max_words: int = 12) -> list[str]:
     return list(phrases)
 
 
+def functions_named(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+    """The tools whose names the goal says (quoted text aside), in the goal's order."""
+    goal_words = _WORD.findall(_QUOTED.sub(" ", goal).lower())  # quoted text is content
+    places = {t.qualified_name: p for t in tools
+              if (p := _name_position(t, goal_words)) is not None}
+    return sorted((t for t in tools if t.qualified_name in places),
+                  key=lambda t: places[t.qualified_name])
+
+
 def asked_functions(goal: str, tools: Sequence[ToolSpec]) -> AskedFunctions | None:
     """The functions a prose goal asks for, in the goal's order; None when the goal asks
     for a value or names fewer than two functions by name (then every tool stays)."""
     if not asks_for_text(goal) or answer_kind(goal) is not None:
         return None
     goal_words = _WORD.findall(_QUOTED.sub(" ", goal).lower())  # quoted text is content
-    by_name = {t.qualified_name: p for t in tools
-               if (p := _name_position(t, goal_words)) is not None}
+    by_name = {t.qualified_name: _name_position(t, goal_words)
+               for t in functions_named(goal, tools)}
     if len(by_name) < 2:
         return None
     places = {**{t.qualified_name: p for t in tools

@@ -140,7 +140,7 @@ class ReactPlanner:
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.techniques.cover)
+        coverage = Coverage.of(goal, self.tools, self.techniques.cover, self.techniques.calls)
         observed: list[Any] = []
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None
@@ -157,7 +157,7 @@ class ReactPlanner:
                 return out
             assert step.action is not None
             call = call_from_dict({"function": step.action.function, "args": step.action.args})
-            coverage.record(step.action.args)
+            coverage.record(step.action.args, step.action.function)
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)
             error = result.error.message if result.error else None

@@ -21,6 +21,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
+| calls         | react, tools       | no answer until every function the goal names by its      |
+|               |                    | name's words ("department", "manager") was called         |
 | together      | tree               | as cover, and values the goal lists together ("C, F") are |
 |               |                    | combined in one call first (grammar/covering.py)          |
 | check         | tools              | a goal stating a condition ("if") calls a yes/no function |
@@ -68,6 +70,7 @@ class Techniques:
     mentions: bool = True
     grounded: bool = False
     cover: bool = False
+    calls: bool = False
     together: bool = False
     check: bool = False
     answer: bool = False
@@ -88,7 +91,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, together=False, check=False,
+                          grounded=False, cover=False, calls=False, together=False, check=False,
                           answer=False, compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 

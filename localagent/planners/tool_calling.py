@@ -167,17 +167,17 @@ class ToolCallingPlanner:
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.techniques.cover)
+        coverage = Coverage.of(goal, self.tools, self.techniques.cover, self.techniques.calls)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
         previous: str | None = None
         for i in range(1, max_iterations + 1):
             answers = observed_values(check.answer_values(observed)) if grounded else None
-            must_call = check.must_call() or coverage.must_call(self.tools)
+            tools = self._turn_tools(goal, [v for _, v in observed])
+            must_call = check.must_call() or coverage.must_call(tools)
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer,
                                   log=out.log, answers=answers, must_call=must_call,
-                                  max_calls=check.max_calls,
-                                  tools=self._turn_tools(goal, [v for _, v in observed]))
+                                  max_calls=check.max_calls, tools=tools)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 out.turns.append(ToolTurn(answer=turn.answer))
@@ -190,7 +190,7 @@ class ToolCallingPlanner:
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
             for c in turn.calls:
-                coverage.record(c.args)
+                coverage.record(c.args, c.function)
             check.record_turn([(c.function, r.value if r.ok else None)
                                for c, r in zip(turn.calls, results)])
             observed += [(c.function, r.value) for c, r in zip(turn.calls, results) if r.ok]
