@@ -254,13 +254,14 @@ def test_tool_calling_last_turn_must_answer(registry):
     assert out.answer == "It rained."
 
 
-def test_tool_calling_stops_when_a_turn_repeats_the_same_calls_and_results(registry):
+def test_tool_calling_must_answer_after_a_turn_repeats_the_same_calls_and_results(registry):
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     same = tc("WeatherPlugin.DidItRainToday", city="Atlantis")  # fails the same way each time
-    llm = ScriptedLLM([same, same, "unused"])
+    llm = ScriptedLLM([same, same, "No city Atlantis is known."])
     out = ToolCallingPlanner(llm, specs, LOOP).run("rain?", Executor(registry), max_iterations=5)
-    assert out.answer is None and len(llm.requests) == 2
-    assert out.stop_reason.startswith("repeated the same calls with the same results")
+    assert out.answer == "No city Atlantis is known." and len(llm.requests) == 3
+    assert llm.requests[2].constraint == ANSWER_ONLY  # no call admitted after the repeat
+    assert llm.requests[1].constraint != ANSWER_ONLY
     other = ScriptedLLM([same, tc("WeatherPlugin.DidItRainToday", city="Athens"), "It rained."])
     out = ToolCallingPlanner(other, specs, LOOP).run("rain?", Executor(registry))
     assert out.answer == "It rained." and len(out.turns) == 3

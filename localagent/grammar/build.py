@@ -142,8 +142,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     (None: any function). `pipe`: after the first step, `input` is never written: the pipe
     gives each step the previous step's output (one call rule per tool and step).
     `must`: a recipe: the qualified names the plan calls in this order; with it, every
-    tool is called at most once (a rule per step and state). `inputs`: the values the plan's "input"
-    (its starting text) may take (None: any bounded string).
+    tool is called at most once (a rule per step and state). `inputs`: the values the
+    plan's "input" (its starting text) may take (None: any bounded string).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
