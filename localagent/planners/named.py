@@ -26,7 +26,6 @@ from localagent.grammar.types import DECLARED, string_enum
 from localagent.plan import INPUT
 from localagent.planners.answer_kind import answer_kind
 from localagent.planners.grounding import asks_for_text
-from localagent.planners.mentions import mentioned
 from localagent.tools.spec import ToolSpec
 
 # name words that say how a function works, not what it does ("GetSalary": salary)
@@ -61,9 +60,8 @@ def _argument_values(tool: ToolSpec) -> list[str]:
 def _value_position(tool: ToolSpec, goal: str) -> int | None:
     """Where the goal first names a value of `tool`'s arguments (in words), or None."""
     lowered = goal.lower()
-    found = [len(_WORD.findall(lowered[:m.start()]))
-             for v in _argument_values(tool) if mentioned(v, goal)
-             for m in [re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", lowered)] if m]
+    found = [len(_WORD.findall(lowered[:m.start()])) for v in _argument_values(tool)
+             if (m := re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", lowered))]
     return min(found) if found else None
 
 
