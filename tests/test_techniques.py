@@ -177,7 +177,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
-    assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques()
+    assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(cover=True,
+                                                                         calls=True)
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
                                                                         together=True)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
@@ -445,6 +446,12 @@ def test_calls_react_must_call_each_named_function_before_answering() -> None:
     # GetDepartment not called yet: still no answer; "Tomasz" was observed, so it is a name
     assert not matches(second, early) and matches(second, department)
     assert matches(third, "Thought: t\nFinal Answer: Management")
+    # the most specific name wins: "Furina's age" names GetPersonAge, not GetPerson too
+    from localagent.planners.scenarios import scenarios
+
+    furina = next(s for s in scenarios() if s.name == "furina")
+    assert named_functions(furina.goal, furina.registry(ScriptedLLM()).specs()) == [
+        "PersonalAssistant.GetPersonAge"]
     off = ScriptedLLM([manager, early])
     ReactPlanner(off, registry.specs(), PlannerSettings(
         techniques=Techniques.parse("mentions"))).run(task.goal, Executor(registry))

@@ -36,7 +36,7 @@ _QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
 
 def _name_position(tool: ToolSpec, goal_words: list[str]) -> int | None:
     """Where the goal first names `tool` by its name, or None when it does not."""
-    words = [w for w in tool.name_words if w not in _GENERIC]
+    words = sorted(_telling(tool))
     if not words:
         return None
     places = [next((i for i, g in enumerate(goal_words) if g.startswith(w)), None)
@@ -103,13 +103,20 @@ def goal_phrases(goal: str, max_words: int = 12) -> list[str]:
     return list(phrases)
 
 
+def _telling(tool: ToolSpec) -> frozenset[str]:
+    return frozenset(w for w in tool.name_words if w not in _GENERIC)
+
+
 def functions_named(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """The tools whose names the goal says (quoted text aside), in the goal's order."""
+    """The tools whose names the goal says (quoted text aside), in the goal's order. The
+    most specific name wins: "Furina's age" names GetPersonAge, not also GetPerson, whose
+    words are a part of it (seen: ReAct made to call GetPerson lost the Furina goal)."""
     goal_words = _WORD.findall(_QUOTED.sub(" ", goal).lower())  # quoted text is content
     places = {t.qualified_name: p for t in tools
               if (p := _name_position(t, goal_words)) is not None}
-    return sorted((t for t in tools if t.qualified_name in places),
-                  key=lambda t: places[t.qualified_name])
+    named = [t for t in tools if t.qualified_name in places]
+    named = [t for t in named if not any(_telling(t) < _telling(o) for o in named)]
+    return sorted(named, key=lambda t: places[t.qualified_name])
 
 
 def asked_functions(goal: str, tools: Sequence[ToolSpec]) -> AskedFunctions | None:
