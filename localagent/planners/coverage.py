@@ -34,6 +34,7 @@ from typing import Any
 
 from localagent.grammar.types import string_enum
 from localagent.planners.grounding import asks_for_text
+from localagent.planners.named import functions_named
 from localagent.tools.spec import ToolSpec
 
 SHORT = 2  # values this short must match the goal's case
@@ -147,8 +148,6 @@ def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolS
 def named_functions(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions `goal` names by the telling words of their names ("department" and
     "manager" in "What department does Ingrid's manager work in?"), in goal order."""
-    from localagent.planners.named import functions_named
-
     return [t.qualified_name for t in functions_named(goal, tools)]
 
 
@@ -181,7 +180,7 @@ class Coverage:
         return cls(named_values(goal, tools) if on else [],
                    named_functions(goal, tools) if calls else [])
 
-    def record(self, args: dict[str, Any], function: str = "") -> None:
+    def record(self, args: dict[str, Any], function: str) -> None:
         self.used.update(_strings(args))
         self.called.add(function)
 
