@@ -333,8 +333,8 @@ def test_tool_calling_mentions_narrow_each_turns_calls_not_the_shown_schemas(reg
     assert matches(plain.requests[0].constraint, invented)
 
 
-def tc(name: str, **args: object) -> str:
-    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+def tc(function: str, /, **args: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": function, "arguments": args}) + "\n</tool_call>"
 
 
 # --- cover: no answer before every value the goal names was used -----------------------
@@ -456,6 +456,23 @@ def test_calls_react_must_call_each_named_function_before_answering() -> None:
     ReactPlanner(off, registry.specs(), PlannerSettings(
         techniques=Techniques.parse("mentions"))).run(task.goal, Executor(registry))
     assert matches(off.requests[1].constraint, early)
+
+
+def test_calls_tool_calling_must_call_each_named_function_before_answering() -> None:
+    from localagent.bench.tools import build_registry
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    task = staff_task()
+    registry = build_registry(task)
+    llm = ScriptedLLM([tc("Staff.GetManager", name="Ingrid"),
+                       tc("Staff.GetDepartment", name="Tomasz"), "Management"])
+    out = ToolCallingPlanner(llm, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions+calls"))).run(task.goal, Executor(registry))
+    assert out.answer == "Management"
+    second = llm.requests[1].constraint
+    assert not matches(second, "Tomasz")  # GetDepartment not called yet
+    assert matches(second, tc("Staff.GetDepartment", name="Tomasz"))
+    assert matches(llm.requests[2].constraint, "Management")
 
 
 # --- cover in tree plans: every named enum value passed to some call -------------------
