@@ -199,6 +199,7 @@ def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
     tree grammar; a narrowing that forbade a right plan would cost accuracy silently."""
     assert matches(_grammar(task, "mentions+cover+answer"), _compact(task.solution))
     assert matches(_grammar(task, "mentions+together+answer"), _compact(task.solution))
+    assert matches(_grammar(task, "mentions+together+answer+head"), _compact(task.solution))
 
 
 def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model() -> None:
@@ -223,9 +224,9 @@ def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model(
 def test_sequential_answer_grammar_admits_the_reference_plan_as_steps(task: Task) -> None:
     """The same for the sequential planner: the reference plan flattened into steps
     (inner calls first, `$k` for a result) ends in a step of the kind asked for."""
-    grammar = _grammar(task, "mentions+backrefs+answer", SequentialPlanner)
     text = _compact({"input": "", "subtasks": flatten(task.solution)})
-    assert matches(grammar, text), text
+    for spec in ("mentions+backrefs+answer", "mentions+backrefs+answer+head"):
+        assert matches(_grammar(task, spec, SequentialPlanner), text), (spec, text)
 
 
 def test_sequential_answer_grammar_rejects_a_plan_ending_in_a_team_for_a_count() -> None:

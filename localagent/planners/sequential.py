@@ -32,6 +32,7 @@ from localagent.planners.base import (
     replan_messages,
 )
 from localagent.planners.examples import choose_examples
+from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.prompts import sequential_prompt
@@ -97,6 +98,8 @@ class SequentialPlanner:
         if asked and tools is not None:  # a recipe: a pure pipe, from a phrase of the goal
             options.update(must=asked.required, inputs=asked.phrases, pipe=True)
         roots = answer_roots(goal, shown) if t.answer and goal else None
+        if t.head and goal:
+            roots = narrow_roots(roots, head_roots(goal, shown))
         if roots:
             try:
                 return sequential_plan(shown, roots=roots, **options)

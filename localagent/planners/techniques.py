@@ -31,6 +31,10 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
 |               |                    | of value the question asks for: "how many" a number,      |
 |               |                    | "which" a name (answer_kind.py)                           |
+| head          | tree, sequential   | the outermost call (the last step) is what the question's |
+|               |                    | head names: the operation of its cue ("more ... than":    |
+|               |                    | subtract, "per": divide) or its head noun ("What is the   |
+|               |                    | yearly salary of ...": GetSalary) (head.py)               |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
@@ -74,6 +78,7 @@ class Techniques:
     together: bool = False
     check: bool = False
     answer: bool = False
+    head: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -92,7 +97,7 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, compact=False, backrefs=False, pipe=False,
+                          answer=False, head=False, compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
     @property

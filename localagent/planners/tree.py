@@ -26,6 +26,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
+from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
@@ -68,7 +69,8 @@ class TreePlanner:
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
-        returns the kind of value the goal asks for (answer_kind.py); with `together`, the
+        returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is what
+        the question's head names (head.py); with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
         before meeting the others. A restriction that no plan over these tools can meet is
         dropped (`answer` first)."""
@@ -79,6 +81,8 @@ class TreePlanner:
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups}
         roots = answer_roots(goal, shown) if t.answer and goal else None
+        if t.head and goal:
+            roots = narrow_roots(roots, head_roots(goal, shown))
         tried: list[dict] = []
         for extra in ({"cover": cover, "roots": roots}, {"cover": cover, "roots": None},
                       {"cover": [], "roots": roots}):

@@ -1,0 +1,124 @@
+"""The `head` technique: the plan ends in what the question's head asks for.
+
+Why: on the generalisation suite the tree planner's plans often answer a part of the
+question. "What department does Ingrid's manager work in?" was planned as
+`GetManager(Ingrid)`; "What is the capital of Kenya?" as `CountryOfCapital(GetCapital(
+Kenya))`; "How many more pages does A have than B?" as a division, "How many goals per
+win have the Lynx scored?" as `GetGoals(Lynx)`. A question says what its answer is in two
+places, and `head` restricts the outermost call (the last step) to match:
+
+- an operation cue, the earliest in the goal: a comparison ("more ... than", "ahead of",
+  "difference") asks for a difference; "times larger", "per" for a ratio; "together",
+  "in total", "combined" for a sum; "multiplied by" for a product. The root must be a function that names that
+  operation (`answer_kind.performs`: subtract, divide, add, ...);
+- otherwise the head noun: the noun phrase right after the question word ("What is the
+  yearly salary of ...", "How many goals has ...", "What department does ...", "Who is
+  Priya's manager?"). The root must be a function whose name says that noun ("salary":
+  GetSalary). A head noun that names no function ("How many matches", "Which team")
+  leaves the root open, as does a question whose head is a verb ("Who wrote ...",
+  "Who manages ...").
+
+English only, like `answer_kind`, whose restriction this one narrows further. A
+restriction that no offered function meets is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from localagent.planners.answer_kind import performs
+from localagent.planners.named import _GENERIC
+from localagent.tools.spec import ToolSpec
+
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+_COMPARATIVE = (r"more|less|fewer|greater|larger|bigger|smaller|higher|lower|longer|shorter|"
+                r"older|younger|heavier|lighter|farther|further|closer|faster|slower")
+# each cue and the operation it asks for; the earliest cue in the goal wins
+_CUES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\btimes\s+(?:as|" + _COMPARATIVE + r")\b"), "ratio"),
+    (re.compile(r"\b(?:" + _COMPARATIVE + r")\b[^,;:.?!]*?\bthan\b"), "difference"),
+    (re.compile(r"\b(?:ahead\s+of|behind|difference)\b"), "difference"),
+    (re.compile(r"\b(?:per|ratio|quotient|divided\s+by)\b"), "ratio"),
+    (re.compile(r"\b(?:together|in\s+total|total|combined|altogether|sum|plus)\b"), "sum"),
+    (re.compile(r"\b(?:product|multiplied\s+by)\b"), "product"),
+    (re.compile(r"\bminus\b"), "difference"),
+]
+_HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
+_NOUN_PHRASE = re.compile(
+    _HEAD + r"(?:(?:what|which|who)\s+(?:is|are|was|were)\s+|how\s+(?:many|much)\s+|"
+    r"(?:what|which)\s+|(?:list|name)\s+(?:all\s+)?)(?P<np>[^,;:.?!]*)")
+# words that end a head noun phrase ("pages does ...", "salary of ...", "books by ...")
+_NP_END = {"of", "does", "do", "did", "has", "have", "had", "is", "are", "was", "were", "in",
+           "by", "per", "for", "from", "can", "could", "will", "would", "whose", "that",
+           "which", "who", "to", "on", "at", "with", "than"}
+# name words that say how a result is given, not what it is (ListBooksBy: books)
+_FORM = _GENERIC | {"list", "count", "by", "all", "top"}
+
+
+def asked_operation(goal: str) -> str | None:
+    """The operation the goal's earliest cue asks for (sum, difference, ratio), or None."""
+    text = _QUOTED.sub(" ", goal).lower()
+    found = [(m.start(), op) for rx, op in _CUES if (m := rx.search(text))]
+    return min(found)[1] if found else None
+
+
+def head_noun(goal: str) -> list[str]:
+    """The words of the noun phrase the question asks about (no articles, no owner):
+    "What is Leena's yearly salary?" -> [yearly, salary]; [] when there is none."""
+    found = _NOUN_PHRASE.search(_QUOTED.sub(" ", goal).lower())
+    if not found:
+        return []
+    words: list[str] = []
+    for word in found.group("np").split():
+        if word in _NP_END:
+            break
+        if word.endswith(("'s", "'")):  # "Leena's yearly salary": the owner is not the head
+            words = []
+            continue
+        if word not in ("the", "a", "an"):
+            words.append(word)
+    return words
+
+
+def _same_word(a: str, b: str) -> bool:
+    """The same word up to an ending: page/pages, manager/manages, salary/salaries."""
+    common = _common_prefix(a, b)
+    return a == b or (common >= 3 and common >= min(len(a), len(b)) - 1
+                      and max(len(a), len(b)) - common <= 3)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _says(tool: ToolSpec, words: Sequence[str]) -> bool:
+    """Whether every telling word of the tool's name is one of `words`."""
+    telling = [w for w in tool.name_words if w not in _FORM]
+    return bool(telling) and all(any(_same_word(t, w) for w in words) for t in telling)
+
+
+def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
+    """The functions a plan for `goal` may end with (None: any): those performing the
+    asked operation, else those the head noun names."""
+    operation = asked_operation(goal)
+    if operation:
+        roots = [t for t in tools if performs(t, operation)]
+    else:
+        noun = head_noun(goal)
+        roots = [t for t in tools if noun and _says(t, noun)]
+    if not roots or len(roots) == len(tools):
+        return None
+    return [t.qualified_name for t in roots]
+
+
+def narrow_roots(roots: list[str] | None, head: list[str] | None) -> list[str] | None:
+    """`roots` (from `answer`) narrowed to `head`'s; when none of them is left, `roots`."""
+    if head is None:
+        return roots
+    if roots is None:
+        return head
+    return [r for r in roots if r in head] or roots
