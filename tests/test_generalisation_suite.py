@@ -195,11 +195,13 @@ def _compact(plan: Any) -> str:
 
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
-    """`mentions`, typed nesting (declared return values), `answer` and `cover` narrow the
-    tree grammar; a narrowing that forbade a right plan would cost accuracy silently."""
+    """`mentions`, typed nesting (declared return values), `answer`, `cover`, `head` and
+    `once` narrow the tree grammar; a narrowing that forbade a right plan would cost
+    accuracy silently."""
     assert matches(_grammar(task, "mentions+cover+answer"), _compact(task.solution))
     assert matches(_grammar(task, "mentions+together+answer"), _compact(task.solution))
-    assert matches(_grammar(task, "mentions+together+answer+head"), _compact(task.solution))
+    assert matches(_grammar(task, "mentions+together+answer+head+once"),
+                   _compact(task.solution))
 
 
 def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model() -> None:

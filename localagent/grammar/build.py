@@ -325,7 +325,7 @@ def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
-              roots: Sequence[str] | None = None,
+              roots: Sequence[str] | None = None, no_self: Sequence[str] = (),
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -334,7 +334,8 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     ignored unless 1..4 values); `groups`: the group of each of them (values the goal
     lists together), each group combined in one call before meeting the others.
     `roots`: the qualified names the outermost call may have
-    (None: any function).
+    (None: any function). `no_self`: functions whose arguments may not be calls of
+    themselves (`GetManager(GetManager(..))`).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
@@ -343,11 +344,11 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
-               "roots": root_names}
+               "roots": root_names, "no_self": tuple(sorted(no_self))}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["groups"]).build())
+        options["groups"], no_self).build())
 
 
 class _TreeBuilder:
@@ -357,15 +358,16 @@ class _TreeBuilder:
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
-                 groups: Sequence[int] = ()) -> None:
+                 groups: Sequence[int] = (), no_self: Sequence[str] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
+        self.no_self = {i for i, t in enumerate(self.tools) if t.qualified_name in no_self}
         self.steps, self.cover = reasoning_steps, tuple(cover)
         self.groups = tuple(groups)
         self.roots = [i for i, t in enumerate(self.tools)
                       if roots is None or t.qualified_name in roots]
         self.rules = LarkRules(bounds)
         self._calls: dict[tuple[int, int], str | None] = {}
-        self._fits: dict[tuple[int, str], str | None] = {}
+        self._fits: dict[tuple[int, str, int | None], str | None] = {}
 
     def build(self) -> str:
         if self.cover:
@@ -396,7 +398,7 @@ class _TreeBuilder:
         params = tool.parameters
 
         def hook(schema: Schema) -> str | None:
-            return None if schema is params else self._fit_rule(level + 1, schema, params)
+            return None if schema is params else self._fit_rule(level + 1, schema, params, i)
 
         self.rules.root = params
         args = self.rules.value(params, 0, hook, f"L{level}")
@@ -406,13 +408,18 @@ class _TreeBuilder:
         self.rules.define(name, _call_object("function", tool.qualified_name, "args", args))
         return name
 
-    def _fit_rule(self, level: int, schema: Schema, root: Schema) -> str | None:
+    def _fit_rule(self, level: int, schema: Schema, root: Schema,
+                  parent: int | None = None) -> str | None:
+        """The calls that may stand at `level` as an argument of `schema` (in the call of
+        tool `parent`, which is left out when it may not take its own result)."""
         if level > self.depth:
             return None
-        key = (level, json.dumps(schema, sort_keys=True, default=str))
+        own = parent if parent in self.no_self else None
+        key = (level, json.dumps(schema, sort_keys=True, default=str), own)
         if key not in self._fits:
             self._fits[key] = None  # guard against self-reference while building
-            callees = [i for i, t in enumerate(self.tools) if fits(schema, t.returns, root)]
+            callees = [i for i, t in enumerate(self.tools)
+                       if i != own and fits(schema, t.returns, root)]
             saved = self.rules.root
             names = [n for n in (self._call(level, i) for i in callees) if n]
             self.rules.root = saved

@@ -63,7 +63,7 @@ class CoveringRules:
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.full = (1 << len(values)) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
-        self._values: dict[tuple[int, str, int, int], str | None] = {}
+        self._values: dict[tuple[int, str, int, int, int | None], str | None] = {}
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
 
     def roots(self, tools: Sequence[int]) -> list[str]:
@@ -105,7 +105,7 @@ class CoveringRules:
             if k in required:
                 continue
             v = self.b.rules.value(schema, 1, lambda sch: self.b._fit_rule(
-                level + 1, sch, params), f"L{level}")
+                level + 1, sch, params, i), f"L{level}")
             if v:
                 tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
         args = " ".join(['"{"', first, *tail, '"}"'])
@@ -124,12 +124,12 @@ class CoveringRules:
         head = lit(jtext(name) + ": ")
         alts = []
         if p == len(required) - 1:
-            v = self.value(level, props[name], s, t, params)
+            v = self.value(level, props[name], s, t, params, i)
             if v:
                 alts.append(f"{head} {v}")
         else:
             for m in _between(s, t):
-                v = self.value(level, props[name], s, m, params)
+                v = self.value(level, props[name], s, m, params, i)
                 rest = self._seq(level, i, p + 1, m, t) if v else None
                 if v and rest:
                     alts.append(f'{head} {v} ", " {rest}')
@@ -137,9 +137,13 @@ class CoveringRules:
         self._seqs[key] = rule
         return rule
 
-    def value(self, level: int, schema: Schema, s: int, t: int, root: Schema) -> str | None:
-        """An argument value of `schema` in a call at `level`, moving `s` to `t`."""
-        key = (level, json.dumps(schema, sort_keys=True, default=str) + str(id(root)), s, t)
+    def value(self, level: int, schema: Schema, s: int, t: int, root: Schema,
+              parent: int) -> str | None:
+        """An argument value of `schema` in a call of tool `parent` at `level`, moving `s`
+        to `t`."""
+        own = parent if parent in self.b.no_self else None
+        key = (level, json.dumps(schema, sort_keys=True, default=str) + str(id(root)), s, t,
+               own)
         if key in self._values:
             return self._values[key]
         self._values[key] = None
@@ -155,7 +159,7 @@ class CoveringRules:
                 alts.append(plain)
         if level + 1 <= self.b.depth:
             for j, tool in enumerate(self.b.tools):
-                if fits(schema, tool.returns, root):
+                if j != own and fits(schema, tool.returns, root):
                     c = self.call(level + 1, j, s, t)
                     if c:
                         alts.append(c)

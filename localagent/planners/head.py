@@ -95,10 +95,21 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
+def _telling(tool: ToolSpec) -> list[str]:
+    return [w for w in tool.name_words if w not in _FORM]
+
+
 def _says(tool: ToolSpec, words: Sequence[str]) -> bool:
     """Whether every telling word of the tool's name is one of `words`."""
-    telling = [w for w in tool.name_words if w not in _FORM]
+    telling = _telling(tool)
     return bool(telling) and all(any(_same_word(t, w) for w in words) for t in telling)
+
+
+def says_count(tool: ToolSpec, words: Sequence[str]) -> int:
+    """How often `words` (a goal's) say the tool's name: the fewest times any one of its
+    telling words occurs ("the manager of Leena's manager": GetManager twice)."""
+    telling = _telling(tool)
+    return min((sum(_same_word(t, w) for w in words) for t in telling), default=0)
 
 
 def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:

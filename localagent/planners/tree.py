@@ -28,6 +28,7 @@ from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
+from localagent.planners.nesting import no_self_nesting
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -70,7 +71,8 @@ class TreePlanner:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
         returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is what
-        the question's head names (head.py); with `together`, the
+        the question's head names (head.py); with `once`, one in which a lookup the goal
+        names once is not applied to its own result (nesting.py); with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
         before meeting the others. A restriction that no plan over these tools can meet is
         dropped (`answer` first)."""
@@ -79,7 +81,8 @@ class TreePlanner:
         groups = listed_groups(goal, cover) if t.together else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
-                   "groups": groups}
+                   "groups": groups,
+                   "no_self": no_self_nesting(goal, shown) if t.once and goal else ()}
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))

@@ -1,0 +1,30 @@
+"""The `once` technique: a function the goal names once is not applied to its own result.
+
+Why: on the generalisation suite the default model repeats a lookup inside itself:
+"Who manages the driver of the vehicle Condor?" planned as
+`GetManager(GetManager(GetDriver(Condor)))`, "How many points are the Falcons ahead of the
+Wolves?" as `GetPoints(TopTeam(TopTeam(..), TopTeam(..)))`. A goal that wants a lookup
+applied to its own result says so by naming it twice ("the manager of Leena's manager").
+So the tree grammar does not let a function take a call of itself as an argument unless
+the goal says its name's telling words at least twice. Only a function of one required
+argument (a lookup: x -> f(x)) is held to this; one that combines two values (add,
+TopTeam) may take its own result: a sum of three values is `add(add(a, b), c)`, the best
+of three teams `TopTeam(TopTeam(a, b), c)`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from localagent.planners.head import says_count
+from localagent.tools.spec import ToolSpec
+
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+
+
+def no_self_nesting(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The functions that may not take their own result as an argument for `goal`."""
+    words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
+    return [t.qualified_name for t in tools
+            if len(t.parameters.get("required", [])) == 1 and says_count(t, words) < 2]

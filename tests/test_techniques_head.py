@@ -1,0 +1,113 @@
+"""The `head` technique (planners/head.py): the plan ends in what the question's head asks.
+
+Fast tests: the suite's own tools, no model. The real-model test is in
+tests/test_techniques_real.py; that the grammar admits every reference plan of the
+generalisation suite is checked in tests/test_generalisation_suite.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localagent.bench.suite import load_suite
+from localagent.bench.tools import build_registry
+from localagent.llm import ScriptedLLM
+from localagent.llm.constrained import matches
+from localagent.planners.base import PlannerSettings
+from localagent.planners.head import asked_operation, head_noun, head_roots, narrow_roots
+from localagent.planners.techniques import Techniques
+from localagent.planners.tree import TreePlanner
+
+SUITE = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "suites"
+                   / "generalisation.yaml")
+TOOLS = build_registry(SUITE.tasks[0]).specs()
+
+
+@pytest.mark.parametrize(("goal", "operation"), [
+    ("How many more pages does Ashes of Meridian have than The Copper Orchard?",
+     "difference"),
+    ("How much more does Ingrid earn per year than Leena?", "difference"),  # earliest cue
+    ("How many points are the Falcons ahead of the Wolves?", "difference"),
+    ("How many times larger is the diameter of Jupiter than the diameter of Earth?",
+     "ratio"),
+    ("How many goals per win have the Lynx scored?", "ratio"),
+    ("How many moons do Uranus and Neptune have together?", "sum"),
+    ("What is 17 multiplied by 23?", "product"),
+    ("Which team has more points, the Wolves or the Otters?", None),  # no "than"
+    ("Who wrote 'The total sum'?", None),  # quoted text is content, not a cue
+])
+def test_asked_operation_reads_the_earliest_cue(goal: str, operation: str | None) -> None:
+    assert asked_operation(goal) == operation
+
+
+@pytest.mark.parametrize(("goal", "noun"), [
+    ("What is the capital of Kenya?", ["capital"]),
+    ("What is Leena's yearly salary?", ["yearly", "salary"]),
+    ("What department does Ingrid's manager work in?", ["department"]),
+    ("In which department does the driver of the vehicle Atlas work?", ["department"]),
+    ("How many goals has the team with more points scored, the Herons or the Lynx?",
+     ["goals"]),
+    ("List all the library's books by the author of The Quiet Engine.", ["books"]),
+    ("Who wrote the book Glass Harbour?", []),  # the head is a verb
+    ("Who manages the driver of the vehicle Condor?", []),
+])
+def test_head_noun_is_the_phrase_after_the_question_word(goal: str, noun: list[str]) -> None:
+    assert head_noun(goal) == noun
+
+
+def _short(names: list[str] | None) -> list[str] | None:
+    return None if names is None else sorted(n.split(".")[-1] for n in names)
+
+
+def test_head_roots_name_the_functions_of_the_head() -> None:
+    assert _short(head_roots("What is the capital of Kenya?", TOOLS)) == ["GetCapital"]
+    assert _short(head_roots("What department does Ingrid's manager work in?", TOOLS)) == [
+        "GetDepartment", "ListDepartment"]
+    assert _short(head_roots("How many goals per win have the Lynx scored?", TOOLS)) == [
+        "divide"]
+    assert head_roots("How many matches has the team with more points won?", TOOLS) is None
+    assert head_roots("Who wrote the book Glass Harbour?", TOOLS) is None
+
+
+def test_narrow_roots_keeps_the_answer_kind_when_nothing_is_left() -> None:
+    assert narrow_roots(["a", "b"], ["b", "c"]) == ["b"]
+    assert narrow_roots(["a"], ["c"]) == ["a"]
+    assert narrow_roots(None, ["c"]) == ["c"]
+    assert narrow_roots(["a"], None) == ["a"]
+
+
+def _call(function: str, **args: Any) -> dict:
+    return {"function": function, "args": args}
+
+
+def _admits(spec: str, goal: str, plan: dict) -> bool:
+    planner = TreePlanner(ScriptedLLM([]), TOOLS,
+                          PlannerSettings(techniques=Techniques.parse(spec)))
+    grammar = planner.constraint(planner.tools_for(goal), goal)
+    return matches(grammar, json.dumps(plan, separators=(", ", ": ")))
+
+
+@pytest.mark.parametrize(("goal", "wrong", "right"), [
+    # plans the default model wrote on the generalisation suite (stop 15)
+    ("What department does Ingrid's manager work in?",
+     _call("Staff.GetManager", name="Ingrid"),
+     _call("Staff.GetDepartment", name=_call("Staff.GetManager", name="Ingrid"))),
+    ("What is the capital of Kenya?",
+     _call("Countries.CountryOfCapital", capital=_call("Countries.GetCapital",
+                                                       country="Kenya")),
+     _call("Countries.GetCapital", country="Kenya")),
+    ("How many goals per win have the Lynx scored?",
+     _call("League.GetGoals", team="Lynx"),
+     _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
+           value2=_call("League.GetWins", team="Lynx"))),
+])
+def test_the_head_grammar_rejects_plans_seen_on_the_model(goal: str, wrong: dict,
+                                                          right: dict) -> None:
+    base = "mentions+together+answer+backrefs"
+    assert _admits(base, goal, wrong) and _admits(base, goal, right)
+    assert not _admits(base + "+head", goal, wrong)
+    assert _admits(base + "+head", goal, right)
