@@ -401,12 +401,17 @@ class _TreeBuilder:
             return None if schema is params else self._fit_rule(level + 1, schema, params, i)
 
         self.rules.root = params
-        args = self.rules.value(params, 0, hook, f"L{level}")
+        args = self.rules.value(params, 0, hook, self.tag(level, i))
         if args is None:
             self._calls[(level, i)] = None
             return None
         self.rules.define(name, _call_object("function", tool.qualified_name, "args", args))
         return name
+
+    def tag(self, level: int, i: int) -> str:
+        """The key of tool i's argument rules at `level`: shared by every tool, except
+        that a tool that may not take its own result needs rules of its own."""
+        return f"L{level}" + (f"x{i}" if i in self.no_self else "")
 
     def _fit_rule(self, level: int, schema: Schema, root: Schema,
                   parent: int | None = None) -> str | None:

@@ -105,7 +105,7 @@ class CoveringRules:
             if k in required:
                 continue
             v = self.b.rules.value(schema, 1, lambda sch: self.b._fit_rule(
-                level + 1, sch, params, i), f"L{level}")
+                level + 1, sch, params, i), self.b.tag(level, i))
             if v:
                 tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
         args = " ".join(['"{"', first, *tail, '"}"'])
