@@ -14,7 +14,9 @@ places, and `head` restricts the outermost call (the last step) to match:
 - otherwise the head noun: the noun phrase right after the question word ("What is the
   yearly salary of ...", "How many goals has ...", "What department does ...", "Who is
   Priya's manager?"). The root must be a function whose name says that noun ("salary":
-  GetSalary). A head noun that names no function ("How many matches", "Which team")
+  GetSalary); of those, the ones returning a list for a plural noun ("Which books by
+  ..."), one value for a singular one ("In which department ..."), unless the question
+  asks for a number. A head noun that names no function ("How many matches", "Which team")
   leaves the root open, as does a question whose head is a verb ("Who wrote ...",
   "Who manages ...").
 
@@ -27,7 +29,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from localagent.planners.answer_kind import performs
+from localagent.grammar.types import json_types
+from localagent.planners.answer_kind import answer_kind, performs
 from localagent.planners.named import _GENERIC
 from localagent.tools.spec import ToolSpec
 
@@ -112,6 +115,10 @@ def says_count(tool: ToolSpec, words: Sequence[str]) -> int:
     return min((sum(_same_word(t, w) for w in words) for t in telling), default=0)
 
 
+def _returns_list(tool: ToolSpec) -> bool:
+    return bool(tool.returns) and json_types(tool.returns) == {"array"}
+
+
 def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     """The functions a plan for `goal` may end with (None: any): those performing the
     asked operation, else those the head noun names."""
@@ -121,6 +128,9 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     else:
         noun = head_noun(goal)
         roots = [t for t in tools if noun and _says(t, noun)]
+        if answer_kind(goal) != "number":  # "how many books": a count, not a list
+            plural = noun[-1].endswith("s") and not noun[-1].endswith("ss") if noun else False
+            roots = [t for t in roots if _returns_list(t) == plural] or roots
     if not roots or len(roots) == len(tools):
         return None
     return [t.qualified_name for t in roots]
