@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
-from localagent.grammar.covering import CoveringRules, coverable
+from localagent.grammar.covering import MAX_VALUES, CoveringRules, coverable
 from localagent.grammar.jsonlark import (
     FIRST_CHAR,
     TEXT_CHAR,
@@ -326,6 +326,7 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
               roots: Sequence[str] | None = None, no_self: Sequence[str] = (),
+              needs: Sequence[Sequence[str]] = (),
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -335,20 +336,23 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     lists together), each group combined in one call before meeting the others.
     `roots`: the qualified names the outermost call may have
     (None: any function). `no_self`: functions whose arguments may not be calls of
-    themselves (`GetManager(GetManager(..))`).
+    themselves (`GetManager(GetManager(..))`). `needs`: groups of qualified names; the
+    plan must call a function of each group (as many as fit with `cover` in the covering
+    grammar's 4 items).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
     cover = tuple(cover) if coverable(cover) else ()
+    needs = tuple(tuple(sorted(n)) for n in needs)[:max(0, MAX_VALUES - len(cover))]
     root_names = None if roots is None else tuple(sorted(roots))
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
-               "roots": root_names, "no_self": tuple(sorted(no_self))}
+               "roots": root_names, "no_self": tuple(sorted(no_self)), "needs": needs}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["groups"], no_self).build())
+        options["groups"], no_self, needs).build())
 
 
 class _TreeBuilder:
@@ -358,11 +362,12 @@ class _TreeBuilder:
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
-                 groups: Sequence[int] = (), no_self: Sequence[str] = ()) -> None:
+                 groups: Sequence[int] = (), no_self: Sequence[str] = (),
+                 needs: Sequence[Sequence[str]] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.no_self = {i for i, t in enumerate(self.tools) if t.qualified_name in no_self}
         self.steps, self.cover = reasoning_steps, tuple(cover)
-        self.groups = tuple(groups)
+        self.groups, self.needs = tuple(groups), tuple(needs)
         self.roots = [i for i, t in enumerate(self.tools)
                       if roots is None or t.qualified_name in roots]
         self.rules = LarkRules(bounds)
@@ -370,11 +375,13 @@ class _TreeBuilder:
         self._fits: dict[tuple[int, str, int | None], str | None] = {}
 
     def build(self) -> str:
-        if self.cover:
-            calls = CoveringRules(self, self.cover, groups=self.groups).roots(self.roots)
+        if self.cover or self.needs:
+            calls = CoveringRules(self, self.cover, groups=self.groups,
+                                  needs=self.needs).roots(self.roots)
             if not calls:
                 raise ConstraintError("no plan can pass every named value "
-                                      f"({', '.join(self.cover)}) to a call")
+                                      f"({', '.join(self.cover)}) to a call and call "
+                                      "every needed function")
         else:
             calls = [c for c in (self._call(1, i) for i in self.roots) if c]
         if not calls:

@@ -23,6 +23,10 @@ from the pair C, F together with A and E) and `Diff(Total(C, F), Total(A, E))` s
 A value listed with others is used once (seen: `Diff(Total(C, F), Total(C, Total(A, E)))`);
 a value named alone may be used twice (a density is population / area of one country).
 The order of the values is free: "How many JPY is 1000 EUR" is `Convert(1000, EUR, JPY)`.
+
+`needs` (the `nouns` technique): functions the plan must call. They are items of the same
+set: a call of a function in needs[k] covers item k, so "the plan calls GetManager" is
+intersected with the grammar exactly as "the plan passes Ingrid" is.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class CoveringRules:
     arguments covers nothing and keeps the builder's own call rule."""
 
     def __init__(self, builder: _TreeBuilder, values: Sequence[str], *,
-                 groups: Sequence[int] = ()) -> None:
+                 groups: Sequence[int] = (), needs: Sequence[Sequence[str]] = ()) -> None:
         self.b = builder
         # the bit mask of each group's values (none: no grouping)
         self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
@@ -61,7 +65,11 @@ class CoveringRules:
         # area of one country)
         self.once = sum(g for g in self.groups if g & (g - 1))
         self.bit = {v: 1 << k for k, v in enumerate(values)}
-        self.full = (1 << len(values)) - 1
+        self.value_mask = (1 << len(values)) - 1
+        # `needs`: item len(values) + k is covered by calling any function of needs[k]
+        self.tool_bits = [sum(1 << (len(values) + k) for k, names in enumerate(needs)
+                              if t.qualified_name in names) for t in builder.tools]
+        self.full = (1 << (len(values) + len(needs))) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
         self._values: dict[tuple[int, str, int, int, int | None], str | None] = {}
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
@@ -74,11 +82,15 @@ class CoveringRules:
     def call(self, level: int, i: int, s: int, t: int) -> str | None:
         """Tool i at `level`, moving the covered set from `s` to `t`."""
         key = (level, i, s, t)
-        if self.groups and not self._constituent(t & ~s):
+        if self.groups and not self._constituent(t & ~s & self.value_mask):
             return None
         if key not in self._calls:
             self._calls[key] = None  # recursion guard
-            self._calls[key] = self._build_call(level, i, s, t)
+            own = self.tool_bits[i]  # the call itself covers its function's items
+            ends = [m for m in dict.fromkeys((t, t & ~own)) if m & s == s and m | own == t]
+            alts = [c for c in (self._build_call(level, i, s, m) for m in ends) if c]
+            self._calls[key] = (alts[0] if len(alts) == 1 else
+                                self.b.rules.add("cc", " | ".join(alts)) if alts else None)
         return self._calls[key]
 
     def _constituent(self, new: int) -> bool:
@@ -88,6 +100,7 @@ class CoveringRules:
         return len(touched) <= 1 or all(g & new == g for g in touched)
 
     def _build_call(self, level: int, i: int, s: int, t: int) -> str | None:
+        """Tool i at `level` whose arguments move the covered set from `s` to `t`."""
         from localagent.grammar.build import _call_object
 
         tool = self.b.tools[i]

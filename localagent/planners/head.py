@@ -70,18 +70,22 @@ def head_noun(goal: str) -> list[str]:
     """The words of the noun phrase the question asks about (no articles, no owner):
     "What is Leena's yearly salary?" -> [yearly, salary]; [] when there is none."""
     found = _NOUN_PHRASE.search(_QUOTED.sub(" ", goal).lower())
-    if not found:
-        return []
-    words: list[str] = []
-    for word in found.group("np").split():
+    return noun_words(found.group("np").split()) if found else []
+
+
+def noun_words(words: Sequence[str]) -> list[str]:
+    """The noun phrase that starts `words`: up to a word like of/does/in, without
+    articles or an owner ("Leena's yearly salary of" -> [yearly, salary])."""
+    out: list[str] = []
+    for word in words:
         if word in _NP_END:
             break
         if word.endswith(("'s", "'")):  # "Leena's yearly salary": the owner is not the head
-            words = []
+            out = []
             continue
         if word not in ("the", "a", "an"):
-            words.append(word)
-    return words
+            out.append(word)
+    return out
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -102,7 +106,7 @@ def _telling(tool: ToolSpec) -> list[str]:
     return [w for w in tool.name_words if w not in _FORM]
 
 
-def _says(tool: ToolSpec, words: Sequence[str]) -> bool:
+def says(tool: ToolSpec, words: Sequence[str]) -> bool:
     """Whether every telling word of the tool's name is one of `words`."""
     telling = _telling(tool)
     return bool(telling) and all(any(_same_word(t, w) for w in words) for t in telling)
@@ -127,7 +131,7 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
         roots = [t for t in tools if performs(t, operation)]
     else:
         noun = head_noun(goal)
-        roots = [t for t in tools if noun and _says(t, noun)]
+        roots = [t for t in tools if noun and says(t, noun)]
         if answer_kind(goal) != "number":  # "how many books": a count, not a list
             plural = noun[-1].endswith("s") and not noun[-1].endswith("ss") if noun else False
             roots = [t for t in roots if _returns_list(t) == plural] or roots

@@ -37,6 +37,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | yearly salary of ...": GetSalary) (head.py)               |
 | once          | tree               | a one-argument function the goal names once may not take  |
 |               |                    | its own result (`GetManager(GetManager(..))`) (nesting.py)|
+| nouns         | tree               | a function the goal names as "X's N", "the N of X" or     |
+|               |                    | "per N" must be called (nouns.py)                         |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
@@ -82,6 +84,7 @@ class Techniques:
     answer: bool = False
     head: bool = False
     once: bool = False
+    nouns: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -100,7 +103,7 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, head=False, once=False, compact=False, backrefs=False, pipe=False,
+                          answer=False, head=False, once=False, nouns=False, compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
     @property

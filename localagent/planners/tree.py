@@ -29,6 +29,7 @@ from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.nesting import no_self_nesting
+from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -70,12 +71,13 @@ class TreePlanner:
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
-        returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is what
-        the question's head names (head.py); with `once`, one in which a lookup the goal
-        names once is not applied to its own result (nesting.py); with `together`, the
+        returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is
+        what the question's head names (head.py); with `once`, one in which a lookup the goal
+        names once is not applied to its own result (nesting.py); with `nouns`, one calling
+        the functions its possessives and of-phrases name (nouns.py); with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
         before meeting the others. A restriction that no plan over these tools can meet is
-        dropped (`answer` first)."""
+        dropped (`nouns` first, then `answer`)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
         cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
         groups = listed_groups(goal, cover) if t.together else []
@@ -86,10 +88,13 @@ class TreePlanner:
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
+        needs = needed_functions(goal, shown) if t.nouns and goal else []
         tried: list[dict] = []
-        for extra in ({"cover": cover, "roots": roots}, {"cover": cover, "roots": None},
-                      {"cover": [], "roots": roots}):
-            if (extra["cover"] or extra["roots"]) and extra not in tried:
+        for extra in ({"cover": cover, "needs": needs, "roots": roots},
+                      {"cover": cover, "needs": [], "roots": roots},
+                      {"cover": cover, "needs": [], "roots": None},
+                      {"cover": [], "needs": [], "roots": roots}):
+            if (extra["cover"] or extra["needs"] or extra["roots"]) and extra not in tried:
                 tried.append(extra)
                 try:
                     return tree_plan(shown, **extra, **options)

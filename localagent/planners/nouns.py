@@ -1,0 +1,46 @@
+"""The `nouns` technique: a function the goal names as "X's N", "the N of X" or "per N" is
+called by the plan.
+
+Why: with `head`, "What department does Ingrid's manager work in?" is rooted in
+GetDepartment, and the default model then writes `GetDepartment(Ingrid)`: the manager is
+lost. "How many goals per win have the Lynx scored?" became `divide(GetGoals(Lynx),
+GetPoints(Lynx))`. In English a possessive ("Ingrid's manager"), an of-phrase ("the
+driver of the vehicle Atlas") and "per N" name a value the answer is built from, so the
+function that noun names must be called (any one of them when the noun names several:
+"the library's books"). The tree grammar enforces it as the `cover` technique enforces
+named values (grammar/covering.py).
+
+Not counted: a noun after "whose" ("the country whose capital is Hanoi" needs
+CountryOfCapital, not GetCapital) and nouns that name no function ("per month").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from localagent.planners.head import noun_words, says
+from localagent.tools.spec import ToolSpec
+
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+_PHRASES = [
+    # Ingrid's manager, the library's books (not "what's the ...")
+    re.compile(r"\b(?!(?:what|who|it|that|there|here|he|she|where|how)'s)\w+'s?\s+"
+               r"(?P<np>[a-z ]+)"),
+    re.compile(r"\bthe\s+(?P<np>(?:[a-z]+\s+){0,2}?[a-z]+)\s+of\b"),  # the driver of
+    re.compile(r"\bper\s+(?P<np>[a-z]+)"),  # per win
+]
+
+
+def needed_functions(goal: str, tools: Sequence[ToolSpec]) -> list[list[str]]:
+    """For each noun of `goal` in one of those phrases that names functions, the
+    qualified names of those functions (the plan must call one of each list)."""
+    text = _QUOTED.sub(" ", goal).lower()
+    needs: list[list[str]] = []
+    for rx in _PHRASES:
+        for m in rx.finditer(text):
+            words = noun_words(m.group("np").split())
+            named = [t.qualified_name for t in tools if words and says(t, words)]
+            if named and named not in needs:
+                needs.append(named)
+    return needs

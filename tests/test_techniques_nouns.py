@@ -1,0 +1,73 @@
+"""The `nouns` technique (planners/nouns.py, grammar/covering.py `needs`): the functions a
+goal names as "X's N", "the N of X" or "per N" are called. Fast tests, no model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localagent.bench.suite import load_suite
+from localagent.bench.tools import build_registry
+from localagent.llm import ScriptedLLM
+from localagent.llm.constrained import matches
+from localagent.planners.base import PlannerSettings
+from localagent.planners.nouns import needed_functions
+from localagent.planners.techniques import Techniques
+from localagent.planners.tree import TreePlanner
+
+SUITE = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "suites"
+                   / "generalisation.yaml")
+TOOLS = build_registry(SUITE.tasks[0]).specs()
+INGRID = "What department does Ingrid's manager work in?"
+LYNX = "How many goals per win have the Lynx scored?"
+
+
+def _short(needs: list[list[str]]) -> list[list[str]]:
+    return [[n.split(".")[-1] for n in names] for names in needs]
+
+
+@pytest.mark.parametrize(("goal", "needs"), [
+    (INGRID, [["GetManager"]]),
+    (LYNX, [["GetWins"]]),
+    ("In which department does the driver of the vehicle Atlas work?", [["GetDriver"]]),
+    ("List all the library's books by the author of The Quiet Engine.",
+     [["CountBooksBy", "ListBooksBy"], ["GetAuthor"]]),  # any one of a noun's functions
+    ("What is the population, in millions, of the country whose capital is Hanoi?", []),
+    ("What's the salary of Dev?", [["GetSalary"]]),  # "what's" is no possessive
+    ("What is Dev's salary per month?", [["GetSalary"]]),  # "month" names nothing
+])
+def test_needed_functions_come_from_possessives_of_phrases_and_per(
+        goal: str, needs: list[list[str]]) -> None:
+    assert _short(needed_functions(goal, TOOLS)) == needs
+
+
+def _call(function: str, **args: Any) -> dict:
+    return {"function": function, "args": args}
+
+
+def _admits(spec: str, goal: str, plan: dict) -> bool:
+    planner = TreePlanner(ScriptedLLM([]), TOOLS,
+                          PlannerSettings(techniques=Techniques.parse(spec)))
+    grammar = planner.constraint(planner.tools_for(goal), goal)
+    return matches(grammar, json.dumps(plan, separators=(", ", ": ")))
+
+
+@pytest.mark.parametrize(("goal", "wrong", "right"), [
+    # plans the default model wrote with `head` (this stop)
+    (INGRID, _call("Staff.GetDepartment", name="Ingrid"),
+     _call("Staff.GetDepartment", name=_call("Staff.GetManager", name="Ingrid"))),
+    (LYNX, _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
+                 value2=_call("League.GetPoints", team="Lynx")),
+     _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
+           value2=_call("League.GetWins", team="Lynx"))),
+])
+def test_the_nouns_grammar_rejects_plans_that_skip_a_named_function(
+        goal: str, wrong: dict, right: dict) -> None:
+    base = "mentions+together+answer+backrefs+head"
+    assert _admits(base, goal, wrong) and _admits(base, goal, right)
+    assert not _admits(base + "+nouns", goal, wrong)
+    assert _admits(base + "+nouns", goal, right)
+    assert not _admits("mentions+nouns", goal, wrong)  # without named values to cover
