@@ -12,7 +12,7 @@ from localagent.bench.tools import build_registry
 from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
 from localagent.planners.base import PlannerSettings
-from localagent.planners.nesting import no_self_nesting
+from localagent.planners.nesting import no_self_nesting, unnamed_self_maps
 from localagent.planners.techniques import Techniques
 from localagent.planners.tree import TreePlanner
 
@@ -60,3 +60,16 @@ def test_a_combiner_may_take_its_own_result_under_once() -> None:
     best = _call("League.TopTeam", team_a=_call("League.TopTeam", team_a="Wolves",
                                                 team_b="Otters"), team_b="Lynx")
     assert _admits("mentions+answer+once", goal, best)
+
+
+def test_an_unnamed_person_to_person_lookup_is_not_offered() -> None:
+    """`GetSalary(GetManager(GetManager(GetDriver(Ember))))`: the default model, stop 15."""
+    ember = "What is the yearly salary of the person who drives the vehicle Ember?"
+    assert unnamed_self_maps(ember, TOOLS) == ["Staff.GetManager"]
+    assert unnamed_self_maps(CONDOR, TOOLS) == []  # "manages" names it
+    driver = _call("Fleet.GetDriver", vehicle="Ember")
+    wrong = _call("Staff.GetSalary", name=_call("Staff.GetManager", name=driver))
+    right = _call("Staff.GetSalary", name=driver)
+    assert _admits("mentions+together+answer", ember, wrong)
+    assert not _admits("mentions+together+answer+once", ember, wrong)
+    assert _admits("mentions+together+answer+once", ember, right)

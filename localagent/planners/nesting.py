@@ -10,6 +10,13 @@ the goal says its name's telling words at least twice. Only a function of one re
 argument (a lookup: x -> f(x)) is held to this; one that combines two values (add,
 TopTeam) may take its own result: a sum of three values is `add(add(a, b), c)`, the best
 of three teams `TopTeam(TopTeam(a, b), c)`.
+
+A function that maps a thing to another of the same kind (GetManager: a person to a
+person) is not offered at all when the goal does not name it: "What is the yearly salary
+of the person who drives the vehicle Ember?" was planned as
+`GetSalary(GetManager(GetManager(GetDriver(Ember))))`. Any other function may be needed
+without being named ("How many kilometres can Atlas drive on a full tank?" needs
+GetConsumption), but a person's manager is never a step the goal leaves unsaid.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from localagent.grammar.types import fits
 from localagent.planners.head import says_count
 from localagent.tools.spec import ToolSpec
 
@@ -28,3 +36,17 @@ def no_self_nesting(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
     return [t.qualified_name for t in tools
             if len(t.parameters.get("required", [])) == 1 and says_count(t, words) < 2]
+
+
+def _maps_to_own_kind(tool: ToolSpec) -> bool:
+    """One required argument, and the result fits it (GetManager: a name to a name)."""
+    required = tool.parameters.get("required", [])
+    props = tool.parameters.get("properties", {})
+    return (len(required) == 1 and bool(tool.returns)
+            and fits(props.get(required[0], {}), tool.returns, tool.parameters))
+
+
+def unnamed_self_maps(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The functions mapping a thing to one of its own kind that `goal` does not name."""
+    words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
+    return [t.qualified_name for t in tools if _maps_to_own_kind(t) and not says_count(t, words)]

@@ -36,7 +36,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | subtract, "per": divide) or its head noun ("What is the   |
 |               |                    | yearly salary of ...": GetSalary) (head.py)               |
 | once          | tree               | a one-argument function the goal names once may not take  |
-|               |                    | its own result (`GetManager(GetManager(..))`) (nesting.py)|
+|               |                    | its own result (`GetManager(GetManager(..))`); one mapping|
+|               |                    | a thing to its own kind is out unless named (nesting.py)  |
 | nouns         | tree               | a function the goal names as "X's N", "the N of X" or     |
 |               |                    | "per N" must be called (nouns.py)                         |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
