@@ -196,11 +196,12 @@ def _compact(plan: Any) -> str:
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
     """`mentions`, typed nesting (declared return values), `answer`, `cover`, `head`,
-    `once` and `nouns` narrow the tree grammar; a narrowing that forbade a right plan would cost
+    `once`, `nouns` and `shallow` narrow the tree grammar; a narrowing that forbade a right plan would cost
     accuracy silently."""
     assert matches(_grammar(task, "mentions+cover+answer"), _compact(task.solution))
+    assert matches(_grammar(task, "mentions+shallow"), _compact(task.solution))
     assert matches(_grammar(task, "mentions+together+answer"), _compact(task.solution))
-    assert matches(_grammar(task, "mentions+together+answer+head+once+nouns"),
+    assert matches(_grammar(task, "mentions+together+answer+head+once+nouns+shallow"),
                    _compact(task.solution))
 
 

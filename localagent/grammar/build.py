@@ -326,7 +326,7 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
               roots: Sequence[str] | None = None, no_self: Sequence[str] = (),
-              needs: Sequence[Sequence[str]] = (),
+              needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -338,7 +338,9 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     (None: any function). `no_self`: functions whose arguments may not be calls of
     themselves (`GetManager(GetManager(..))`). `needs`: groups of qualified names; the
     plan must call a function of each group (as many as fit with `cover` in the covering
-    grammar's 4 items).
+    grammar's 4 items). `shallow`: functions (arithmetic) that may stand only in the
+    outer two levels, and in the second only with a call among their arguments (in the
+    covering grammar: only where they first use a named value or needed function).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
@@ -348,11 +350,12 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
-               "roots": root_names, "no_self": tuple(sorted(no_self)), "needs": needs}
+               "roots": root_names, "no_self": tuple(sorted(no_self)), "needs": needs,
+               "shallow": tuple(sorted(shallow))}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["groups"], no_self, needs).build())
+        options["groups"], no_self, needs, shallow).build())
 
 
 class _TreeBuilder:
@@ -363,9 +366,10 @@ class _TreeBuilder:
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
                  groups: Sequence[int] = (), no_self: Sequence[str] = (),
-                 needs: Sequence[Sequence[str]] = ()) -> None:
+                 needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.no_self = {i for i, t in enumerate(self.tools) if t.qualified_name in no_self}
+        self.shallow = {i for i, t in enumerate(self.tools) if t.qualified_name in shallow}
         self.steps, self.cover = reasoning_steps, tuple(cover)
         self.groups, self.needs = tuple(groups), tuple(needs)
         self.roots = [i for i, t in enumerate(self.tools)
@@ -408,12 +412,36 @@ class _TreeBuilder:
             return None if schema is params else self._fit_rule(level + 1, schema, params, i)
 
         self.rules.root = params
-        args = self.rules.value(params, 0, hook, self.tag(level, i))
+        if i in self.shallow and level >= 2:
+            args = self._args_with_a_call(level, i)
+        else:
+            args = self.rules.value(params, 0, hook, self.tag(level, i))
         if args is None:
             self._calls[(level, i)] = None
             return None
         self.rules.define(name, _call_object("function", tool.qualified_name, "args", args))
         return name
+
+    def _args_with_a_call(self, level: int, i: int) -> str | None:
+        """Tool i's arguments with at least one call among them: the first call at
+        argument k, literals before it (a nested `multiply(12, 100)` is arithmetic the
+        plan need not do). Only for tools whose arguments are all required."""
+        params = self.tools[i].parameters
+        props: dict[str, Schema] = params.get("properties") or {}
+        keys = list(props)
+        if set(params.get("required", [])) != set(keys):
+            return self.rules.value(params, 0, None, "")
+        plain = {k: self.rules.value(props[k], 1, None, "") for k in keys}
+        calls = {k: self._fit_rule(level + 1, props[k], params, i) for k in keys}
+        either = {k: " | ".join(x for x in (plain[k], calls[k]) if x) for k in keys}
+        alts = []
+        for j, key in enumerate(keys):
+            parts = [plain[k] for k in keys[:j]] + [calls[key]] + [
+                f"({either[k]})" if either[k] else None for k in keys[j + 1:]]
+            if all(parts):
+                body = ' ", " '.join(f"{lit(jtext(k) + ': ')} {p}" for k, p in zip(keys, parts))
+                alts.append(f'"{{" {body} "}}"')
+        return self.rules.add("shallow", " | ".join(alts)) if alts else None
 
     def tag(self, level: int, i: int) -> str:
         """The key of tool i's argument rules at `level`: shared by every tool, except
@@ -431,7 +459,8 @@ class _TreeBuilder:
         if key not in self._fits:
             self._fits[key] = None  # guard against self-reference while building
             callees = [i for i, t in enumerate(self.tools)
-                       if i != own and fits(schema, t.returns, root)]
+                       if i != own and fits(schema, t.returns, root)
+                       and not (i in self.shallow and level > 2)]
             saved = self.rules.root
             names = [n for n in (self._call(level, i) for i in callees) if n]
             self.rules.root = saved

@@ -84,6 +84,8 @@ class CoveringRules:
         key = (level, i, s, t)
         if self.groups and not self._constituent(t & ~s & self.value_mask):
             return None
+        if i in self.b.shallow and (level > 2 or (level == 2 and s == t)):
+            return None  # nested arithmetic must use something named (`shallow`)
         if key not in self._calls:
             self._calls[key] = None  # recursion guard
             own = self.tool_bits[i]  # the call itself covers its function's items

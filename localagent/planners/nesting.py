@@ -1,4 +1,6 @@
-"""The `once` technique: a function the goal names once is not applied to its own result.
+"""The `once` and `shallow` techniques: plan shapes a goal never asks for.
+
+`once`: a function the goal names once is not applied to its own result.
 
 Why: on the generalisation suite the default model repeats a lookup inside itself:
 "Who manages the driver of the vehicle Condor?" planned as
@@ -17,6 +19,14 @@ of the person who drives the vehicle Ember?" was planned as
 `GetSalary(GetManager(GetManager(GetDriver(Ember))))`. Any other function may be needed
 without being named ("How many kilometres can Atlas drive on a full tank?" needs
 GetConsumption), but a person's manager is never a step the goal leaves unsaid.
+
+`shallow`: arithmetic stands only in the outer two levels of a tree plan, and in the
+second only with a call among its arguments. Seen: "What is Dev's salary per month, if
+the yearly salary is paid in 12 equal parts?" planned as `divide(GetSalary(Dev),
+multiply(divide(multiply(12, 100), ...), ...))`; the density of Kenya and the fuel for a
+250 km trip nested arithmetic four deep. Every arithmetic goal of the generalisation suite
+is solved with at most two levels of it (`divide(multiply(GetConsumption(Dingo), 250),
+100)`), and arithmetic on literals alone is a number the plan could have written.
 """
 
 from __future__ import annotations
@@ -50,3 +60,17 @@ def unnamed_self_maps(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions mapping a thing to one of its own kind that `goal` does not name."""
     words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
     return [t.qualified_name for t in tools if _maps_to_own_kind(t) and not says_count(t, words)]
+
+
+def arithmetic(tools: Sequence[ToolSpec]) -> list[str]:
+    """The functions that combine two or more numbers into a number (add, divide...)."""
+    def numeric(schema: object) -> bool:
+        return isinstance(schema, dict) and schema.get("type") in ("number", "integer")
+    out = []
+    for t in tools:
+        required = t.parameters.get("required", [])
+        props = t.parameters.get("properties", {})
+        if len(required) >= 2 and all(numeric(props.get(k)) for k in required) \
+                and numeric(t.returns):
+            out.append(t.qualified_name)
+    return out

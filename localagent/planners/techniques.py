@@ -38,6 +38,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | once          | tree               | a one-argument function the goal names once may not take  |
 |               |                    | its own result (`GetManager(GetManager(..))`); one mapping|
 |               |                    | a thing to its own kind is out unless named (nesting.py)  |
+| shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
+|               |                    | with a call among its arguments (nesting.py)              |
 | nouns         | tree               | a function the goal names as "X's N", "the N of X" or     |
 |               |                    | "per N" must be called (nouns.py)                         |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
@@ -86,6 +88,7 @@ class Techniques:
     head: bool = False
     once: bool = False
     nouns: bool = False
+    shallow: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -104,7 +107,8 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, head=False, once=False, nouns=False, compact=False, backrefs=False, pipe=False,
+                          answer=False, head=False, once=False, nouns=False, shallow=False,
+                          compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
     @property

@@ -28,7 +28,7 @@ from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
-from localagent.planners.nesting import no_self_nesting, unnamed_self_maps
+from localagent.planners.nesting import arithmetic, no_self_nesting, unnamed_self_maps
 from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
@@ -74,7 +74,8 @@ class TreePlanner:
         returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is
         what the question's head names (head.py); with `once`, one in which a lookup the goal
         names once is not applied to its own result, nor an unnamed person-to-person
-        lookup used at all (nesting.py); with `nouns`, one calling
+        lookup used at all (nesting.py); with `shallow`, arithmetic only in the outer two
+        levels (nesting.py); with `nouns`, one calling
         the functions its possessives and of-phrases name (nouns.py); with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
         before meeting the others. A restriction that no plan over these tools can meet is
@@ -88,7 +89,8 @@ class TreePlanner:
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
-                   "no_self": no_self_nesting(goal, shown) if t.once and goal else ()}
+                   "no_self": no_self_nesting(goal, shown) if t.once and goal else (),
+                   "shallow": arithmetic(shown) if t.shallow else ()}
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))

@@ -1,5 +1,6 @@
-"""The `once` technique (planners/nesting.py): no lookup applied to its own result unless
-the goal names it twice. Fast tests over the generalisation suite's tools, no model."""
+"""The `once` and `shallow` techniques (planners/nesting.py): no lookup applied to its own
+result unless the goal names it twice; arithmetic only in a plan's outer two levels. Fast
+tests over the generalisation suite's tools, no model."""
 
 from __future__ import annotations
 
@@ -73,3 +74,23 @@ def test_an_unnamed_person_to_person_lookup_is_not_offered() -> None:
     assert _admits("mentions+together+answer", ember, wrong)
     assert not _admits("mentions+together+answer+once", ember, wrong)
     assert _admits("mentions+together+answer+once", ember, right)
+
+
+def test_shallow_keeps_arithmetic_in_the_outer_two_levels_with_a_call() -> None:
+    """The default model's plan for Dev's monthly salary (stop 15, with `head`)."""
+    goal = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
+    salary = _call("Staff.GetSalary", name="Dev")
+    hundreds = _call("MathPlugin.multiply", value1=12, value2=100)
+    wrong = _call("MathPlugin.divide", value1=salary, value2=hundreds)
+    deep = _call("MathPlugin.divide", value1=salary, value2=_call(
+        "MathPlugin.multiply", value1=_call("MathPlugin.divide", value1=hundreds,
+                                            value2=hundreds), value2=12))
+    right = _call("MathPlugin.divide", value1=salary, value2=12)
+    for base in ("mentions+together+answer+head", "mentions"):  # covering and plain
+        assert _admits(base, goal, wrong) and _admits(base, goal, deep), base
+        assert not _admits(base + "+shallow", goal, wrong), base
+        assert not _admits(base + "+shallow", goal, deep), base
+        assert _admits(base + "+shallow", goal, right), base
+    twelfth = _call("MathPlugin.divide", value1=12, value2=_call(
+        "MathPlugin.divide", value1=12, value2=salary))  # a call as the second argument
+    assert _admits("mentions+shallow", goal, twelfth)
