@@ -118,3 +118,35 @@ def test_the_head_grammar_rejects_plans_seen_on_the_model(goal: str, wrong: dict
     assert _admits(base, goal, wrong) and _admits(base, goal, right)
     assert not _admits(base + "+head", goal, wrong)
     assert _admits(base + "+head", goal, right)
+
+
+def test_react_may_not_answer_before_calling_the_asked_operation() -> None:
+    """"How many more pages ...?": in ReAct and tool calling, `head` holds the answer back
+    until a function of the asked operation (subtract) was called."""
+    from localagent.executor import Executor
+    from localagent.planners.react import ReactPlanner
+
+    task = next(t for t in SUITE.tasks if t.id == "arithmetic-pages-longer")
+    registry = build_registry(task)
+    ashes = ('Thought: t\nAction: BookLibrary.GetPages\n'
+             'Action Input: {"title": "Ashes of Meridian"}')
+    copper = ('Thought: t\nAction: BookLibrary.GetPages\n'
+              'Action Input: {"title": "The Copper Orchard"}')
+    early = "Thought: t\nFinal Answer: 430"
+    subtract = ('Thought: t\nAction: MathPlugin.subtract\n'
+                'Action Input: {"value1": 430, "value2": 189}')
+    for spec in ("mentions+head", "mentions+cover+head"):
+        llm = ScriptedLLM([ashes, copper, subtract, "Thought: t\nFinal Answer: 241"])
+        out = ReactPlanner(llm, registry.specs(), PlannerSettings(
+            techniques=Techniques.parse(spec))).run(task.goal, Executor(registry))
+        assert str(out.answer) == "241", spec
+        second, third = llm.requests[1].constraint, llm.requests[2].constraint
+        assert matches(second, copper) and not matches(second, early), spec
+        assert not matches(third, early) and matches(third, subtract), spec
+        assert matches(llm.requests[3].constraint, "Thought: t\nFinal Answer: 241"), spec
+    # with `cover`, once both books were looked up, the subtraction is the only next step
+    assert not matches(third, ashes)
+    off = ScriptedLLM([ashes, copper, early])
+    ReactPlanner(off, registry.specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions"))).run(task.goal, Executor(registry))
+    assert matches(off.requests[2].constraint, early)

@@ -34,7 +34,9 @@ from typing import Any
 
 from localagent.grammar.types import string_enum
 from localagent.planners.grounding import asks_for_text
+from localagent.planners.head import head_roots
 from localagent.planners.named import functions_named
+from localagent.planners.nouns import needed_functions
 from localagent.tools.spec import ToolSpec
 
 SHORT = 2  # values this short must match the goal's case
@@ -169,16 +171,24 @@ class Coverage:
     functions: list[str] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
     called: set[str] = field(default_factory=set)
+    needs: list[list[str]] = field(default_factory=list)  # call one function of each
+    last: list[str] = field(default_factory=list)  # then one of these (`head`)
 
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool,
-           calls: bool = False) -> Coverage:
-        """Empty (nothing to cover) when `cover` and `calls` are off or the goal asks for
-        free text."""
+           calls: bool = False, head: bool = False, nouns: bool = False) -> Coverage:
+        """Empty (nothing to cover) when `cover`, `calls`, `head` and `nouns` are off or
+        the goal asks for free text. `head`: a function the question's head names
+        (head.py: subtract for "more ... than") must be called before the answer;
+        `nouns`: one of those each possessive or of-phrase names (nouns.py). The head's
+        functions are offered last, once nothing else is pending: the operation comes
+        after the lookups it combines."""
         if asks_for_text(goal):
             return cls([])
         return cls(named_values(goal, tools) if on else [],
-                   named_functions(goal, tools) if calls else [])
+                   named_functions(goal, tools) if calls else [],
+                   needs=needed_functions(goal, tools) if nouns else [],
+                   last=(head_roots(goal, tools) or []) if head else [])
 
     def record(self, args: dict[str, Any], function: str) -> None:
         self.used.update(_strings(args))
@@ -190,5 +200,13 @@ class Coverage:
         (`tools` as the step may call them; one that cannot be called now is left out)."""
         must = tools_taking(tools, _uncovered(self.named, self.used)) if self.named else []
         waiting = set(self.functions) - self.called
+        for group in self.needs:
+            waiting |= set() if self.called.intersection(group) else set(group)
         must += [t for t in tools if t.qualified_name in waiting and t not in must]
-        return [t for t in must if callable_now(t)]
+        must = [t for t in must if callable_now(t)]
+        if not must and self.last and not self.called.intersection(self.last):
+            # once the named values are looked up (`cover`), the asked operation is next;
+            # without `cover` nothing says what is still missing: any call, no answer
+            must = [t for t in tools if callable_now(t)
+                    and (t.qualified_name in self.last or not self.named)]
+        return must

@@ -140,7 +140,8 @@ class ReactPlanner:
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.techniques.cover, self.techniques.calls)
+        t = self.techniques
+        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns)
         observed: list[Any] = []
         for i in range(1, max_iterations + 1):
             finals = observed_values(observed) if grounded else None

@@ -35,12 +35,13 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | head names: the operation of its cue ("more ... than":    |
 |               |                    | subtract, "per": divide) or its head noun ("What is the   |
 |               |                    | yearly salary of ...": GetSalary) (head.py)               |
+|               | react, tools       | no answer before one of those functions was called        |
 | once          | tree               | a one-argument function the goal names once may not take  |
 |               |                    | its own result (`GetManager(GetManager(..))`); one mapping|
 |               |                    | a thing to its own kind is out unless named (nesting.py)  |
 | shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
 |               |                    | with a call among its arguments (nesting.py)              |
-| nouns         | tree               | a function the goal names as "X's N", "the N of X" or     |
+| nouns         | tree, react, tools | a function the goal names as "X's N", "the N of X" or     |
 |               |                    | "per N" must be called (nouns.py)                         |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |

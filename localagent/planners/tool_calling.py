@@ -167,7 +167,8 @@ class ToolCallingPlanner:
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.techniques.grounded and not asks_for_text(goal)
-        coverage = Coverage.of(goal, self.tools, self.techniques.cover, self.techniques.calls)
+        t = self.techniques
+        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
         previous: str | None = None
