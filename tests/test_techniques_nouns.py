@@ -38,6 +38,8 @@ def _short(needs: list[list[str]]) -> list[list[str]]:
     ("What is the population, in millions, of the country whose capital is Hanoi?", []),
     ("What's the salary of Dev?", [["GetSalary"]]),  # "what's" is no possessive
     ("What is Dev's salary per month?", [["GetSalary"]]),  # "month" names nothing
+    ("How many goals has the team with more points scored, the Herons or the Lynx?",
+     [["TopTeam"]]),
 ])
 def test_needed_functions_come_from_possessives_of_phrases_and_per(
         goal: str, needs: list[list[str]]) -> None:

@@ -1,13 +1,13 @@
-"""The `nouns` technique: a function the goal names as "X's N", "the N of X" or "per N" is
-called by the plan.
+"""The `nouns` technique: a function the goal names as "X's N", "the N of X", "per N" or
+"the N with ..." is called by the plan.
 
 Why: with `head`, "What department does Ingrid's manager work in?" is rooted in
 GetDepartment, and the default model then writes `GetDepartment(Ingrid)`: the manager is
 lost. "How many goals per win have the Lynx scored?" became `divide(GetGoals(Lynx),
 GetPoints(Lynx))`. In English a possessive ("Ingrid's manager"), an of-phrase ("the
-driver of the vehicle Atlas") and "per N" name a value the answer is built from, so the
-function that noun names must be called (any one of them when the noun names several:
-"the library's books"). The tree grammar enforces it as the `cover` technique enforces
+driver of the vehicle Atlas"), "per N" and a noun a clause picks out ("the team with more
+points": TopTeam) name a value the answer is built from, so the function that noun names
+must be called (any one of them when the noun names several: "the library's books"). The tree grammar enforces it as the `cover` technique enforces
 named values (grammar/covering.py).
 
 Not counted: a noun after "whose" ("the country whose capital is Hanoi" needs
@@ -29,6 +29,7 @@ _PHRASES = [
                r"(?P<np>[a-z ]+)"),
     re.compile(r"\bthe\s+(?P<np>(?:[a-z]+\s+){0,2}?[a-z]+)\s+of\b"),  # the driver of
     re.compile(r"\bper\s+(?P<np>[a-z]+)"),  # per win
+    re.compile(r"\bthe\s+(?P<np>[a-z]+)\s+(?:with|that|which)\b"),  # the team with more
 ]
 
 
