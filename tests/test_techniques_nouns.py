@@ -1,5 +1,6 @@
-"""The `nouns` technique (planners/nouns.py, grammar/covering.py `needs`): the functions a
-goal names as "X's N", "the N of X" or "per N" are called. Fast tests, no model."""
+"""The `nouns` and `numbers` techniques (planners/nouns.py; grammar/covering.py `needs`,
+`numbers`): the functions a goal names as "X's N", "the N of X" or "per N" are called, and
+the numbers it states are used. Fast tests, no model."""
 
 from __future__ import annotations
 
@@ -73,3 +74,15 @@ def test_the_nouns_grammar_rejects_plans_that_skip_a_named_function(
     assert not _admits(base + "+nouns", goal, wrong)
     assert _admits(base + "+nouns", goal, right)
     assert not _admits("mentions+nouns", goal, wrong)  # without named values to cover
+
+
+def test_numbers_every_stated_number_is_passed_to_a_call() -> None:
+    """`divide(GetSalary(Dev), GetSalary(Dev))`: the default model with `shallow`."""
+    goal = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
+    salary = _call("Staff.GetSalary", name="Dev")
+    wrong = _call("MathPlugin.divide", value1=salary, value2=salary)
+    right = _call("MathPlugin.divide", value1=salary, value2=12)
+    for base in ("mentions+together+answer+head", "mentions"):  # with named values or not
+        assert _admits(base, goal, wrong) and _admits(base, goal, right), base
+        assert not _admits(base + "+numbers", goal, wrong), base
+        assert _admits(base + "+numbers", goal, right), base

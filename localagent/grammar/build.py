@@ -327,6 +327,7 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
               roots: Sequence[str] | None = None, no_self: Sequence[str] = (),
               needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
+              numbers: Sequence[float] = (),
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -341,21 +342,25 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     grammar's 4 items). `shallow`: functions (arithmetic) that may stand only in the
     outer two levels, and in the second only with a call among their arguments (in the
     covering grammar: only where they first use a named value or needed function).
+    `numbers`: numbers the plan must each pass to some call (covering items after `cover`,
+    before `needs`).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
     cover = tuple(cover) if coverable(cover) else ()
-    needs = tuple(tuple(sorted(n)) for n in needs)[:max(0, MAX_VALUES - len(cover))]
+    numbers = tuple(numbers)[:max(0, MAX_VALUES - len(cover))]
+    needs = tuple(tuple(sorted(n)) for n in needs)[:max(0, MAX_VALUES - len(cover)
+                                                        - len(numbers))]
     root_names = None if roots is None else tuple(sorted(roots))
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
                "roots": root_names, "no_self": tuple(sorted(no_self)), "needs": needs,
-               "shallow": tuple(sorted(shallow))}
+               "shallow": tuple(sorted(shallow)), "numbers": numbers}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["groups"], no_self, needs, shallow).build())
+        options["groups"], no_self, needs, shallow, numbers).build())
 
 
 class _TreeBuilder:
@@ -366,12 +371,13 @@ class _TreeBuilder:
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
                  groups: Sequence[int] = (), no_self: Sequence[str] = (),
-                 needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = ()) -> None:
+                 needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
+                 numbers: Sequence[float] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
         self.no_self = {i for i, t in enumerate(self.tools) if t.qualified_name in no_self}
         self.shallow = {i for i, t in enumerate(self.tools) if t.qualified_name in shallow}
         self.steps, self.cover = reasoning_steps, tuple(cover)
-        self.groups, self.needs = tuple(groups), tuple(needs)
+        self.groups, self.needs, self.numbers = tuple(groups), tuple(needs), tuple(numbers)
         self.roots = [i for i, t in enumerate(self.tools)
                       if roots is None or t.qualified_name in roots]
         self.rules = LarkRules(bounds)
@@ -379,13 +385,13 @@ class _TreeBuilder:
         self._fits: dict[tuple[int, str, int | None], str | None] = {}
 
     def build(self) -> str:
-        if self.cover or self.needs:
-            calls = CoveringRules(self, self.cover, groups=self.groups,
-                                  needs=self.needs).roots(self.roots)
+        if self.cover or self.needs or self.numbers:
+            calls = CoveringRules(self, self.cover, groups=self.groups, needs=self.needs,
+                                  numbers=self.numbers).roots(self.roots)
             if not calls:
-                raise ConstraintError("no plan can pass every named value "
-                                      f"({', '.join(self.cover)}) to a call and call "
-                                      "every needed function")
+                raise ConstraintError("no plan can pass every named value and number "
+                                      f"({', '.join(map(str, self.cover + self.numbers))}) "
+                                      "to a call and call every needed function")
         else:
             calls = [c for c in (self._call(1, i) for i in self.roots) if c]
         if not calls:

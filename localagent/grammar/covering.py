@@ -24,6 +24,9 @@ A value listed with others is used once (seen: `Diff(Total(C, F), Total(C, Total
 a value named alone may be used twice (a density is population / area of one country).
 The order of the values is free: "How many JPY is 1000 EUR" is `Convert(1000, EUR, JPY)`.
 
+`numbers` (the `numbers` technique): numbers the goal states ("in 12 equal parts"), each
+passed to some call; a number literal covers its item as an enum literal does.
+
 `needs` (the `nouns` technique): functions the plan must call. They are items of the same
 set: a call of a function in needs[k] covers item k, so "the plan calls GetManager" is
 intersected with the grammar exactly as "the plan passes Ingrid" is.
@@ -54,7 +57,8 @@ class CoveringRules:
     arguments covers nothing and keeps the builder's own call rule."""
 
     def __init__(self, builder: _TreeBuilder, values: Sequence[str], *,
-                 groups: Sequence[int] = (), needs: Sequence[Sequence[str]] = ()) -> None:
+                 groups: Sequence[int] = (), needs: Sequence[Sequence[str]] = (),
+                 numbers: Sequence[float] = ()) -> None:
         self.b = builder
         # the bit mask of each group's values (none: no grouping)
         self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
@@ -66,10 +70,13 @@ class CoveringRules:
         self.once = sum(g for g in self.groups if g & (g - 1))
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.value_mask = (1 << len(values)) - 1
-        # `needs`: item len(values) + k is covered by calling any function of needs[k]
-        self.tool_bits = [sum(1 << (len(values) + k) for k, names in enumerate(needs)
+        # `numbers`: the numbers the goal states, items after the values
+        self.number_bit = {float(n): 1 << (len(values) + k) for k, n in enumerate(numbers)}
+        first_need = len(values) + len(numbers)
+        # `needs`: item first_need + k is covered by calling any function of needs[k]
+        self.tool_bits = [sum(1 << (first_need + k) for k, names in enumerate(needs)
                               if t.qualified_name in names) for t in builder.tools]
-        self.full = (1 << (len(values) + len(needs))) - 1
+        self.full = (1 << (first_need + len(needs))) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
         self._values: dict[tuple[int, str, int, int, int | None], str | None] = {}
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
@@ -164,9 +171,13 @@ class CoveringRules:
         self._values[key] = None
         alts: list[str] = []
         enum = string_enum(schema)
+        numbers = _number_enum(schema)
         if enum:
             alts += [lit(jtext(v)) for v in enum if t == s | self.bit.get(v, 0)
                      and not self.bit.get(v, 0) & self.once & s]
+        elif numbers is not None:  # `mentions` narrowed a number to the goal's and constants
+            alts += [lit(jtext(v)) for v in numbers
+                     if t == s | self.number_bit.get(float(v), 0)]
         elif s == t:
             self.b.rules.root = root
             plain = self.b.rules.value(schema, 1, None, "")
@@ -181,6 +192,15 @@ class CoveringRules:
         rule = self.b.rules.add("cv", " | ".join(dict.fromkeys(alts))) if alts else None
         self._values[key] = rule
         return rule
+
+
+def _number_enum(schema: Schema) -> list[float] | None:
+    """The values of a number argument narrowed to a list (None: not one)."""
+    enum = schema.get("enum") if isinstance(schema, dict) else None
+    if schema.get("type") in ("number", "integer") and isinstance(enum, list) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in enum):
+        return enum
+    return None
 
 
 def _required(params: Schema) -> list[str]:

@@ -39,6 +39,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 | once          | tree               | a one-argument function the goal names once may not take  |
 |               |                    | its own result (`GetManager(GetManager(..))`); one mapping|
 |               |                    | a thing to its own kind is out unless named (nesting.py)  |
+| numbers       | tree               | with mentions: every number the goal states ("12 equal    |
+|               |                    | parts", "a 250 km trip") is passed to some call           |
 | shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
 |               |                    | with a call among its arguments (nesting.py)              |
 | nouns         | tree, react, tools | a function the goal names as "X's N", "the N of X" or     |
@@ -90,6 +92,7 @@ class Techniques:
     once: bool = False
     nouns: bool = False
     shallow: bool = False
+    numbers: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -108,7 +111,7 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, head=False, once=False, nouns=False, shallow=False,
+                          answer=False, head=False, once=False, nouns=False, shallow=False, numbers=False,
                           compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 

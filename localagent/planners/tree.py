@@ -27,7 +27,7 @@ from localagent.planners.base import (
 from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
-from localagent.planners.mentions import anchor_to_goal
+from localagent.planners.mentions import anchor_to_goal, stated_numbers
 from localagent.planners.nesting import arithmetic, no_self_nesting, unnamed_self_maps
 from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import tree_prompt
@@ -76,10 +76,11 @@ class TreePlanner:
         names once is not applied to its own result, nor an unnamed person-to-person
         lookup used at all (nesting.py); with `shallow`, arithmetic only in the outer two
         levels (nesting.py); with `nouns`, one calling
-        the functions its possessives and of-phrases name (nouns.py); with `together`, the
+        the functions its possessives and of-phrases name (nouns.py); with `numbers` (and
+        `mentions`), one passing every number the goal states to a call; with `together`, the
         covering grammar in which values listed together ("C, F") are combined in one call
         before meeting the others. A restriction that no plan over these tools can meet is
-        dropped (`nouns` first, then `answer`)."""
+        dropped (`nouns` first, then `numbers`, then `answer`)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.once and goal:
             unsaid = unnamed_self_maps(goal, shown)
@@ -95,12 +96,14 @@ class TreePlanner:
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
         needs = needed_functions(goal, shown) if t.nouns and goal else []
+        numbers = stated_numbers(goal) if t.numbers and t.mentions and goal else []
         tried: list[dict] = []
-        for extra in ({"cover": cover, "needs": needs, "roots": roots},
-                      {"cover": cover, "needs": [], "roots": roots},
-                      {"cover": cover, "needs": [], "roots": None},
-                      {"cover": [], "needs": [], "roots": roots}):
-            if (extra["cover"] or extra["needs"] or extra["roots"]) and extra not in tried:
+        for extra in ({"cover": cover, "numbers": numbers, "needs": needs, "roots": roots},
+                      {"cover": cover, "numbers": numbers, "needs": [], "roots": roots},
+                      {"cover": cover, "numbers": [], "needs": [], "roots": roots},
+                      {"cover": cover, "numbers": [], "needs": [], "roots": None},
+                      {"cover": [], "numbers": [], "needs": [], "roots": roots}):
+            if any(extra.values()) and extra not in tried:
                 tried.append(extra)
                 try:
                     return tree_plan(shown, **extra, **options)
