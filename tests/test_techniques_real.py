@@ -160,3 +160,67 @@ def test_compact_prompt_writes_the_task_like_the_examples(default_llm) -> None:
     assert "[AVAILABLE FUNCTIONS]" not in prompt
     assert 'DemoPlugin.GetInvoice(company: "C" | "F") -> integer' in prompt
     assert result.plan is not None, result.to_dict()
+
+
+def _depths(node: object, depth: int = 0) -> list[tuple[int, str, dict]]:
+    """(depth, function, args) of every call in a plan dict (the root call at depth 1)."""
+    if isinstance(node, dict):
+        call = node.get("kind") == "call"
+        here = depth + 1 if call else depth
+        own = [(here, node["function"], node.get("args", {}))] if call else []
+        return own + [c for v in node.values() for c in _depths(v, here)]
+    if isinstance(node, list):
+        return [c for v in node for c in _depths(v, depth)]
+    return []
+
+
+def test_head_roots_a_comparison_in_subtract(default_llm) -> None:
+    """Without `head` the default model planned a division here (stop 15)."""
+    runner, task = _suite_agent(default_llm, "mentions+together+answer+head",
+                                "arithmetic-pages-longer")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    assert result.plan["root"]["function"] == "MathPlugin.subtract", result.plan
+
+
+def test_once_does_not_nest_the_manager_in_itself(default_llm) -> None:
+    """Without `once`: GetManager(GetManager(GetDriver(Condor))) (stop 15)."""
+    runner, task = _suite_agent(default_llm, "mentions+together+answer+head+once",
+                                "chain-manager-of-condor-driver")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    filled = _calls(result.plan["root"])
+    assert ("name", "Staff.GetManager") not in filled, filled
+
+
+def test_nouns_calls_the_manager_the_possessive_names(default_llm) -> None:
+    """With `head` alone: GetDepartment(Ingrid), the manager lost (this stop)."""
+    runner, task = _suite_agent(default_llm, "mentions+together+answer+head+nouns",
+                                "chain-department-of-ingrids-manager")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    assert "Staff.GetManager" in {f for _, f in _calls(result.plan["root"])}, result.plan
+
+
+def test_shallow_and_numbers_keep_arithmetic_short_and_use_the_stated_number(
+        default_llm) -> None:
+    """Without them: divide(GetSalary(Dev), multiply(divide(multiply(12, 100), ...)))."""
+    runner, task = _suite_agent(default_llm, "mentions+together+answer+head+shallow+numbers",
+                                "arithmetic-salary-dev-monthly")
+    result = runner.run(task.goal, planner="tree")
+    assert result.plan is not None, result.to_dict()
+    calls = _depths(result.plan["root"])
+    math = [(d, args) for d, f, args in calls if f.startswith("MathPlugin.")]
+    assert all(d <= 2 for d, _ in math), calls
+    assert 12 in _literals(result.plan["root"]), result.plan
+
+
+def _literals(node: object) -> list[object]:
+    """Every literal argument value in a plan dict (a call's args that are not calls)."""
+    if isinstance(node, dict) and node.get("kind") == "call":
+        return [x for v in node.get("args", {}).values() for x in _literals(v)]
+    if isinstance(node, dict) and node.get("kind") == "value":
+        return [node.get("value")]
+    if isinstance(node, list):
+        return [x for v in node for x in _literals(v)]
+    return [node]
