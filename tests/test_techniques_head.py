@@ -77,6 +77,9 @@ def test_head_roots_name_the_functions_of_the_head() -> None:
     assert _short(head_roots("How many books by Sofia Lindqvist are in the library?",
                              TOOLS)) == ["CountBooksBy", "ListBooksBy"]  # answer: a number
     assert head_roots("How many matches has the team with more points won?", TOOLS) is None
+    # what shares Yuki's department: a function taking a department
+    assert _short(head_roots("Who works in the same department as Yuki?", TOOLS)) == [
+        "ListDepartment"]
     assert head_roots("Who wrote the book Glass Harbour?", TOOLS) is None
 
 

@@ -9,8 +9,8 @@ places, and `head` restricts the outermost call (the last step) to match:
 
 - an operation cue, the earliest in the goal: a comparison ("more ... than", "ahead of",
   "difference") asks for a difference; "times larger", "per" for a ratio; "together",
-  "in total", "combined" for a sum; "multiplied by" for a product. The root must be a function that names that
-  operation (`answer_kind.performs`: subtract, divide, add, ...);
+  "in total", "combined" for a sum; "multiplied by" for a product. The root must be a
+  function that names that operation (`answer_kind.performs`: subtract, divide, add...);
 - otherwise the head noun: the noun phrase right after the question word ("What is the
   yearly salary of ...", "How many goals has ...", "What department does ...", "Who is
   Priya's manager?"). The root must be a function whose name says that noun ("salary":
@@ -18,7 +18,9 @@ places, and `head` restricts the outermost call (the last step) to match:
   ..."), one value for a singular one ("In which department ..."), unless the question
   asks for a number. A head noun that names no function ("How many matches", "Which team")
   leaves the root open, as does a question whose head is a verb ("Who wrote ...",
-  "Who manages ...").
+  "Who manages ...");
+- but first, "the same N as X" asks for what shares X's N: the root must be a function that takes an
+  N ("Who works in the same department as Yuki?": ListDepartment, not GetDepartment).
 
 English only, like `answer_kind`, whose restriction this one narrows further. A
 restriction that no offered function meets is dropped.
@@ -47,6 +49,7 @@ _CUES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?:product|multiplied\s+by)\b"), "product"),
     (re.compile(r"\bminus\b"), "difference"),
 ]
+_SAME = re.compile(r"\bsame\s+([a-z]+)\s+as\b")
 _HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
 _NOUN_PHRASE = re.compile(
     _HEAD + r"(?:(?:what|which|who)\s+(?:is|are|was|were)\s+|how\s+(?:many|much)\s+|"
@@ -127,8 +130,12 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     """The functions a plan for `goal` may end with (None: any): those performing the
     asked operation, else those the head noun names."""
     operation = asked_operation(goal)
+    same = _SAME.search(_QUOTED.sub(" ", goal).lower())
     if operation:
         roots = [t for t in tools if performs(t, operation)]
+    elif same:  # "the same department as Yuki": what takes a department, not what gives one
+        roots = [t for t in tools if any(_same_word(same.group(1), p)
+                                         for p in t.parameters.get("required", []))]
     else:
         noun = head_noun(goal)
         roots = [t for t in tools if noun and says(t, noun)]
