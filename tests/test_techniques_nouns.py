@@ -86,3 +86,17 @@ def test_numbers_every_stated_number_is_passed_to_a_call() -> None:
         assert _admits(base, goal, wrong) and _admits(base, goal, right), base
         assert not _admits(base + "+numbers", goal, wrong), base
         assert _admits(base + "+numbers", goal, right), base
+
+
+def test_shallow_numbers_keep_a_stated_number_out_of_a_repeated_lookup() -> None:
+    """`divide(GetSalary(Dev), multiply(GetSalary(Dev), 12))`: the default model with
+    `shallow+numbers` before this rule."""
+    goal = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
+    salary = _call("Staff.GetSalary", name="Dev")
+    wrong = _call("MathPlugin.divide", value1=salary,
+                  value2=_call("MathPlugin.multiply", value1=salary, value2=12))
+    right = _call("MathPlugin.divide", value1=salary, value2=12)
+    spec = "mentions+together+answer+head+numbers"
+    assert _admits(spec, goal, wrong) and _admits(spec, goal, right)
+    assert not _admits(spec + "+shallow", goal, wrong)
+    assert _admits(spec + "+shallow", goal, right)

@@ -341,7 +341,9 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     plan must call a function of each group (as many as fit with `cover` in the covering
     grammar's 4 items). `shallow`: functions (arithmetic) that may stand only in the
     outer two levels, and in the second only with a call among their arguments (in the
-    covering grammar: only where they first use a named value or needed function).
+    covering grammar: only where they first use a named value or needed function; a
+    stated number alone does not count, or `multiply(GetSalary(Dev), 12)` would repeat a
+    lookup the plan already made).
     `numbers`: numbers the plan must each pass to some call (covering items after `cover`,
     before `needs`).
     """

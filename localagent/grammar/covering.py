@@ -72,6 +72,7 @@ class CoveringRules:
         self.value_mask = (1 << len(values)) - 1
         # `numbers`: the numbers the goal states, items after the values
         self.number_bit = {float(n): 1 << (len(values) + k) for k, n in enumerate(numbers)}
+        self.numbers = sum(self.number_bit.values())  # their mask
         first_need = len(values) + len(numbers)
         # `needs`: item first_need + k is covered by calling any function of needs[k]
         self.tool_bits = [sum(1 << (first_need + k) for k, names in enumerate(needs)
@@ -91,8 +92,8 @@ class CoveringRules:
         key = (level, i, s, t)
         if self.groups and not self._constituent(t & ~s & self.value_mask):
             return None
-        if i in self.b.shallow and (level > 2 or (level == 2 and s == t)):
-            return None  # nested arithmetic must use something named (`shallow`)
+        if i in self.b.shallow and (level > 2 or (level == 2 and not t & ~s & ~self.numbers)):
+            return None  # nested arithmetic must bring in something named (`shallow`)
         if key not in self._calls:
             self._calls[key] = None  # recursion guard
             own = self.tool_bits[i]  # the call itself covers its function's items
