@@ -180,7 +180,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(cover=True,
                                                                          calls=True)
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        answer=True, together=True, head=True, once=True, nouns=True)
+        answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
+        numbers=True)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
                                                                               named=True)
 

@@ -180,14 +180,14 @@ class Techniques:
 # asks for prose, so the suite is unchanged; the core suite's text goals 2/6 -> 3/6), ReAct
 # `cover` and `calls` (18/47 -> 25/47 over both halves of the generalisation suite at
 # 1.02x the tokens; `calls` alone 22/47); tool calling not `calls` (8/24 -> 6/24).
-# Stop 16: the tree planner takes `head` (28/47 -> 35/47 at 0.95x the tokens), `once`
-# (-> 38/47) and `nouns` (-> 40/47, 85%; 0.96x the tokens of the stop-15 default);
-# `shallow` (+0) and `numbers` (+0 on the two goals that state a number) stay off.
+# Stop 16: the tree planner takes `head`, `once`, `nouns`, `shallow` and `numbers`
+# (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16").
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True),
                                            "react": Techniques(cover=True, calls=True),
                                            "tree": Techniques(answer=True, together=True,
                                                               head=True, once=True,
-                                                              nouns=True),
+                                                              nouns=True, shallow=True,
+                                                              numbers=True),
                                            "sequential": Techniques(answer=True, named=True)}
 
 
