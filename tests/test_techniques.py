@@ -177,8 +177,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
-    assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(cover=True,
-                                                                         calls=True)
+    assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(
+        cover=True, calls=True, head=True, nouns=True)
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
         answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
         numbers=True)

@@ -181,9 +181,11 @@ class Techniques:
 # `cover` and `calls` (18/47 -> 25/47 over both halves of the generalisation suite at
 # 1.02x the tokens; `calls` alone 22/47); tool calling not `calls` (8/24 -> 6/24).
 # Stop 16: the tree planner takes `head`, `once`, `nouns`, `shallow` and `numbers`
-# (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16").
+# (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16"), ReAct
+# `head` and `nouns` (25/47 -> 31/47 at 1.01x the tokens).
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True),
-                                           "react": Techniques(cover=True, calls=True),
+                                           "react": Techniques(cover=True, calls=True,
+                                                               head=True, nouns=True),
                                            "tree": Techniques(answer=True, together=True,
                                                               head=True, once=True,
                                                               nouns=True, shallow=True,
