@@ -7,24 +7,15 @@ generalisation suite is checked in tests/test_generalisation_suite.py.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
+from suite_grammar import SUITE, TOOLS, admits, call
 
-from localagent.bench.suite import load_suite
 from localagent.bench.tools import build_registry
 from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
 from localagent.planners.base import PlannerSettings
 from localagent.planners.head import asked_operation, head_noun, head_roots, narrow_roots
 from localagent.planners.techniques import Techniques
-from localagent.planners.tree import TreePlanner
-
-SUITE = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "suites"
-                   / "generalisation.yaml")
-TOOLS = build_registry(SUITE.tasks[0]).specs()
 
 
 @pytest.mark.parametrize(("goal", "operation"), [
@@ -90,37 +81,26 @@ def test_narrow_roots_keeps_the_answer_kind_when_nothing_is_left() -> None:
     assert narrow_roots(["a"], None) == ["a"]
 
 
-def _call(function: str, **args: Any) -> dict:
-    return {"function": function, "args": args}
-
-
-def _admits(spec: str, goal: str, plan: dict) -> bool:
-    planner = TreePlanner(ScriptedLLM([]), TOOLS,
-                          PlannerSettings(techniques=Techniques.parse(spec)))
-    grammar = planner.constraint(planner.tools_for(goal), goal)
-    return matches(grammar, json.dumps(plan, separators=(", ", ": ")))
-
-
 @pytest.mark.parametrize(("goal", "wrong", "right"), [
     # plans the default model wrote on the generalisation suite (stop 15)
     ("What department does Ingrid's manager work in?",
-     _call("Staff.GetManager", name="Ingrid"),
-     _call("Staff.GetDepartment", name=_call("Staff.GetManager", name="Ingrid"))),
+     call("Staff.GetManager", name="Ingrid"),
+     call("Staff.GetDepartment", name=call("Staff.GetManager", name="Ingrid"))),
     ("What is the capital of Kenya?",
-     _call("Countries.CountryOfCapital", capital=_call("Countries.GetCapital",
+     call("Countries.CountryOfCapital", capital=call("Countries.GetCapital",
                                                        country="Kenya")),
-     _call("Countries.GetCapital", country="Kenya")),
+     call("Countries.GetCapital", country="Kenya")),
     ("How many goals per win have the Lynx scored?",
-     _call("League.GetGoals", team="Lynx"),
-     _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
-           value2=_call("League.GetWins", team="Lynx"))),
+     call("League.GetGoals", team="Lynx"),
+     call("MathPlugin.divide", value1=call("League.GetGoals", team="Lynx"),
+           value2=call("League.GetWins", team="Lynx"))),
 ])
 def test_the_head_grammar_rejects_plans_seen_on_the_model(goal: str, wrong: dict,
                                                           right: dict) -> None:
     base = "mentions+together+answer+backrefs"
-    assert _admits(base, goal, wrong) and _admits(base, goal, right)
-    assert not _admits(base + "+head", goal, wrong)
-    assert _admits(base + "+head", goal, right)
+    assert admits(base, goal, wrong) and admits(base, goal, right)
+    assert not admits(base + "+head", goal, wrong)
+    assert admits(base + "+head", goal, right)
 
 
 def test_react_may_not_answer_before_calling_the_asked_operation() -> None:

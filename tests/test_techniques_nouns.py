@@ -4,24 +4,11 @@ the numbers it states are used. Fast tests, no model."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
+from suite_grammar import TOOLS, admits, call
 
-from localagent.bench.suite import load_suite
-from localagent.bench.tools import build_registry
-from localagent.llm import ScriptedLLM
-from localagent.llm.constrained import matches
-from localagent.planners.base import PlannerSettings
 from localagent.planners.nouns import needed_functions
-from localagent.planners.techniques import Techniques
-from localagent.planners.tree import TreePlanner
 
-SUITE = load_suite(Path(__file__).resolve().parents[1] / "benchmarks" / "suites"
-                   / "generalisation.yaml")
-TOOLS = build_registry(SUITE.tasks[0]).specs()
 INGRID = "What department does Ingrid's manager work in?"
 LYNX = "How many goals per win have the Lynx scored?"
 
@@ -47,56 +34,45 @@ def test_needed_functions_come_from_possessives_of_phrases_and_per(
     assert _short(needed_functions(goal, TOOLS)) == needs
 
 
-def _call(function: str, **args: Any) -> dict:
-    return {"function": function, "args": args}
-
-
-def _admits(spec: str, goal: str, plan: dict) -> bool:
-    planner = TreePlanner(ScriptedLLM([]), TOOLS,
-                          PlannerSettings(techniques=Techniques.parse(spec)))
-    grammar = planner.constraint(planner.tools_for(goal), goal)
-    return matches(grammar, json.dumps(plan, separators=(", ", ": ")))
-
-
 @pytest.mark.parametrize(("goal", "wrong", "right"), [
     # plans the default model wrote with `head` (this stop)
-    (INGRID, _call("Staff.GetDepartment", name="Ingrid"),
-     _call("Staff.GetDepartment", name=_call("Staff.GetManager", name="Ingrid"))),
-    (LYNX, _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
-                 value2=_call("League.GetPoints", team="Lynx")),
-     _call("MathPlugin.divide", value1=_call("League.GetGoals", team="Lynx"),
-           value2=_call("League.GetWins", team="Lynx"))),
+    (INGRID, call("Staff.GetDepartment", name="Ingrid"),
+     call("Staff.GetDepartment", name=call("Staff.GetManager", name="Ingrid"))),
+    (LYNX, call("MathPlugin.divide", value1=call("League.GetGoals", team="Lynx"),
+                 value2=call("League.GetPoints", team="Lynx")),
+     call("MathPlugin.divide", value1=call("League.GetGoals", team="Lynx"),
+           value2=call("League.GetWins", team="Lynx"))),
 ])
 def test_the_nouns_grammar_rejects_plans_that_skip_a_named_function(
         goal: str, wrong: dict, right: dict) -> None:
     base = "mentions+together+answer+backrefs+head"
-    assert _admits(base, goal, wrong) and _admits(base, goal, right)
-    assert not _admits(base + "+nouns", goal, wrong)
-    assert _admits(base + "+nouns", goal, right)
-    assert not _admits("mentions+nouns", goal, wrong)  # without named values to cover
+    assert admits(base, goal, wrong) and admits(base, goal, right)
+    assert not admits(base + "+nouns", goal, wrong)
+    assert admits(base + "+nouns", goal, right)
+    assert not admits("mentions+nouns", goal, wrong)  # without named values to cover
 
 
-def test_numbers_every_stated_number_is_passed_to_a_call() -> None:
+def test_numbers_every_stated_number_is_passed_to_acall() -> None:
     """`divide(GetSalary(Dev), GetSalary(Dev))`: the default model with `shallow`."""
     goal = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
-    salary = _call("Staff.GetSalary", name="Dev")
-    wrong = _call("MathPlugin.divide", value1=salary, value2=salary)
-    right = _call("MathPlugin.divide", value1=salary, value2=12)
+    salary = call("Staff.GetSalary", name="Dev")
+    wrong = call("MathPlugin.divide", value1=salary, value2=salary)
+    right = call("MathPlugin.divide", value1=salary, value2=12)
     for base in ("mentions+together+answer+head", "mentions"):  # with named values or not
-        assert _admits(base, goal, wrong) and _admits(base, goal, right), base
-        assert not _admits(base + "+numbers", goal, wrong), base
-        assert _admits(base + "+numbers", goal, right), base
+        assert admits(base, goal, wrong) and admits(base, goal, right), base
+        assert not admits(base + "+numbers", goal, wrong), base
+        assert admits(base + "+numbers", goal, right), base
 
 
 def test_shallow_numbers_keep_a_stated_number_out_of_a_repeated_lookup() -> None:
     """`divide(GetSalary(Dev), multiply(GetSalary(Dev), 12))`: the default model with
     `shallow+numbers` before this rule."""
     goal = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
-    salary = _call("Staff.GetSalary", name="Dev")
-    wrong = _call("MathPlugin.divide", value1=salary,
-                  value2=_call("MathPlugin.multiply", value1=salary, value2=12))
-    right = _call("MathPlugin.divide", value1=salary, value2=12)
+    salary = call("Staff.GetSalary", name="Dev")
+    wrong = call("MathPlugin.divide", value1=salary,
+                  value2=call("MathPlugin.multiply", value1=salary, value2=12))
+    right = call("MathPlugin.divide", value1=salary, value2=12)
     spec = "mentions+together+answer+head+numbers"
-    assert _admits(spec, goal, wrong) and _admits(spec, goal, right)
-    assert not _admits(spec + "+shallow", goal, wrong)
-    assert _admits(spec + "+shallow", goal, right)
+    assert admits(spec, goal, wrong) and admits(spec, goal, right)
+    assert not admits(spec + "+shallow", goal, wrong)
+    assert admits(spec + "+shallow", goal, right)
