@@ -33,10 +33,9 @@ from collections.abc import Sequence
 
 from localagent.grammar.types import json_types
 from localagent.planners.answer_kind import answer_kind, performs
-from localagent.planners.named import _GENERIC
+from localagent.planners.named import GENERIC, unquoted
 from localagent.tools.spec import ToolSpec
 
-_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
 _COMPARATIVE = (r"more|less|fewer|greater|larger|bigger|smaller|higher|lower|longer|shorter|"
                 r"older|younger|heavier|lighter|farther|further|closer|faster|slower")
 # each cue and the operation it asks for; the earliest cue in the goal wins
@@ -59,12 +58,12 @@ _NP_END = {"of", "does", "do", "did", "has", "have", "had", "is", "are", "was", 
            "by", "per", "for", "from", "can", "could", "will", "would", "whose", "that",
            "which", "who", "to", "on", "at", "with", "than"}
 # name words that say how a result is given, not what it is (ListBooksBy: books)
-_FORM = _GENERIC | {"list", "count", "by", "all", "top"}
+_FORM = GENERIC | {"list", "count", "by", "all", "top"}
 
 
 def asked_operation(goal: str) -> str | None:
     """The operation the goal's earliest cue asks for (sum, difference, ratio), or None."""
-    text = _QUOTED.sub(" ", goal).lower()
+    text = unquoted(goal).lower()
     found = [(m.start(), op) for rx, op in _CUES if (m := rx.search(text))]
     return min(found)[1] if found else None
 
@@ -72,7 +71,7 @@ def asked_operation(goal: str) -> str | None:
 def head_noun(goal: str) -> list[str]:
     """The words of the noun phrase the question asks about (no articles, no owner):
     "What is Leena's yearly salary?" -> [yearly, salary]; [] when there is none."""
-    found = _NOUN_PHRASE.search(_QUOTED.sub(" ", goal).lower())
+    found = _NOUN_PHRASE.search(unquoted(goal).lower())
     return noun_words(found.group("np").split()) if found else []
 
 
@@ -128,9 +127,10 @@ def _returns_list(tool: ToolSpec) -> bool:
 
 def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     """The functions a plan for `goal` may end with (None: any): those performing the
-    asked operation, else those the head noun names."""
+    asked operation, else those taking the N of "the same N as", else those the head
+    noun names."""
     operation = asked_operation(goal)
-    same = _SAME.search(_QUOTED.sub(" ", goal).lower())
+    same = _SAME.search(unquoted(goal).lower())
     if operation:
         roots = [t for t in tools if performs(t, operation)]
     elif same:  # "the same department as Yuki": what takes a department, not what gives one

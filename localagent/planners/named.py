@@ -29,7 +29,7 @@ from localagent.planners.grounding import asks_for_text
 from localagent.tools.spec import ToolSpec
 
 # name words that say how a function works, not what it does ("GetSalary": salary)
-_GENERIC = {"get", "set", "find", "make", "do", "run", "gen", "to", "of", "the", "and", "a"}
+GENERIC = {"get", "set", "find", "make", "do", "run", "gen", "to", "of", "the", "and", "a"}
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
 
@@ -90,6 +90,11 @@ class AskedFunctions:
         return out
 
 
+def unquoted(goal: str) -> str:
+    """`goal` with its quoted texts blanked out: they are content, not the question."""
+    return _QUOTED.sub(" ", goal)
+
+
 def goal_phrases(goal: str, max_words: int = 12) -> list[str]:
     """The texts a plan may start from: each quoted text whole, then every run of whole
     words within one clause of the rest of `goal` (clauses end at , ; : . ! ?), longest
@@ -104,7 +109,7 @@ def goal_phrases(goal: str, max_words: int = 12) -> list[str]:
 
 
 def _telling(tool: ToolSpec) -> frozenset[str]:
-    return frozenset(w for w in tool.name_words if w not in _GENERIC)
+    return frozenset(w for w in tool.name_words if w not in GENERIC)
 
 
 def functions_named(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:

@@ -36,14 +36,17 @@ from collections.abc import Sequence
 
 from localagent.grammar.types import fits
 from localagent.planners.head import says_count
+from localagent.planners.named import unquoted
 from localagent.tools.spec import ToolSpec
 
-_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
+
+def _words(goal: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", unquoted(goal).lower())
 
 
 def no_self_nesting(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions that may not take their own result as an argument for `goal`."""
-    words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
+    words = _words(goal)
     return [t.qualified_name for t in tools
             if len(t.parameters.get("required", [])) == 1 and says_count(t, words) < 2]
 
@@ -58,7 +61,7 @@ def _maps_to_own_kind(tool: ToolSpec) -> bool:
 
 def unnamed_self_maps(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions mapping a thing to one of its own kind that `goal` does not name."""
-    words = re.findall(r"[a-z0-9]+", _QUOTED.sub(" ", goal).lower())
+    words = _words(goal)
     return [t.qualified_name for t in tools if _maps_to_own_kind(t) and not says_count(t, words)]
 
 

@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 
 from localagent.planners.head import noun_words, says
+from localagent.planners.named import unquoted
 from localagent.tools.spec import ToolSpec
 
-_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
 _PHRASES = [
     # Ingrid's manager, the library's books (not "what's the ...")
     re.compile(r"\b(?!(?:what|who|it|that|there|here|he|she|where|how)'s)\w+'s?\s+"
@@ -36,7 +36,7 @@ _PHRASES = [
 def needed_functions(goal: str, tools: Sequence[ToolSpec]) -> list[list[str]]:
     """For each noun of `goal` in one of those phrases that names functions, the
     qualified names of those functions (the plan must call one of each list)."""
-    text = _QUOTED.sub(" ", goal).lower()
+    text = unquoted(goal).lower()
     needs: list[list[str]] = []
     for rx in _PHRASES:
         for m in rx.finditer(text):
