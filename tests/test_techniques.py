@@ -182,8 +182,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
         answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
         numbers=True)
-    assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(answer=True,
-                                                                              named=True)
+    assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
+        answer=True, named=True, head=True)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------

@@ -182,7 +182,8 @@ class Techniques:
 # 1.02x the tokens; `calls` alone 22/47); tool calling not `calls` (8/24 -> 6/24).
 # Stop 16: the tree planner takes `head`, `once`, `nouns`, `shallow` and `numbers`
 # (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16"), ReAct
-# `head` and `nouns` (25/47 -> 31/47 at 1.01x the tokens).
+# `head` and `nouns` (25/47 -> 31/47 at 1.01x the tokens), the sequential planner `head`
+# (20/47 -> 30/47 at 0.97x the tokens).
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True),
                                            "react": Techniques(cover=True, calls=True,
                                                                head=True, nouns=True),
@@ -190,7 +191,8 @@ PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, ch
                                                               head=True, once=True,
                                                               nouns=True, shallow=True,
                                                               numbers=True),
-                                           "sequential": Techniques(answer=True, named=True)}
+                                           "sequential": Techniques(answer=True, named=True,
+                                                                    head=True)}
 
 
 def default_techniques(planner: str) -> Techniques:
