@@ -420,7 +420,8 @@ class _TreeBuilder:
             return None if schema is params else self._fit_rule(level + 1, schema, params, i)
 
         self.rules.root = params
-        if i in self.shallow and level >= 2:
+        every_required = set(params.get("required", [])) == set(params.get("properties") or {})
+        if i in self.shallow and level >= 2 and every_required:
             args = self._args_with_a_call(level, i)
         else:
             args = self.rules.value(params, 0, hook, self.tag(level, i))
@@ -437,8 +438,6 @@ class _TreeBuilder:
         params = self.tools[i].parameters
         props: dict[str, Schema] = params.get("properties") or {}
         keys = list(props)
-        if set(params.get("required", [])) != set(keys):
-            return self.rules.value(params, 0, None, "")
         plain = {k: self.rules.value(props[k], 1, None, "") for k in keys}
         calls = {k: self._fit_rule(level + 1, props[k], params, i) for k in keys}
         either = {k: " | ".join(x for x in (plain[k], calls[k]) if x) for k in keys}

@@ -28,6 +28,7 @@ restriction that no offered function meets is dropped.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 
@@ -92,16 +93,9 @@ def noun_words(words: Sequence[str]) -> list[str]:
 
 def _same_word(a: str, b: str) -> bool:
     """The same word up to an ending: page/pages, manager/manages, salary/salaries."""
-    common = _common_prefix(a, b)
+    common = len(os.path.commonprefix([a, b]))
     return a == b or (common >= 3 and common >= min(len(a), len(b)) - 1
                       and max(len(a), len(b)) - common <= 3)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def _telling(tool: ToolSpec) -> list[str]:
