@@ -173,26 +173,42 @@ class Coverage:
     called: set[str] = field(default_factory=set)
     needs: list[list[str]] = field(default_factory=list)  # call one function of each
     last: list[str] = field(default_factory=list)  # then one of these (`head`)
+    fresh: bool = False  # `result`: the head's call counts only as the latest call
+    latest: str | None = None  # the function of the latest call
 
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool,
-           calls: bool = False, head: bool = False, nouns: bool = False) -> Coverage:
+           calls: bool = False, head: bool = False, nouns: bool = False,
+           result: bool = False) -> Coverage:
         """Empty (nothing to cover) when `cover`, `calls`, `head` and `nouns` are off or
         the goal asks for free text. `head`: a function the question's head names
         (head.py: subtract for "more ... than") must be called before the answer;
         `nouns`: one of those each possessive or of-phrase names (nouns.py). The head's
         functions are offered last, once nothing else is pending: the operation comes
-        after the lookups it combines."""
+        after the lookups it combines. `result`: the head's function must be the latest
+        call (a lookup made after the subtraction asks for the subtraction again), and
+        then the loop is `finished`."""
         if asks_for_text(goal):
             return cls([])
         return cls(named_values(goal, tools) if on else [],
                    named_functions(goal, tools) if calls else [],
                    needs=needed_functions(goal, tools) if nouns else [],
-                   last=(head_roots(goal, tools) or []) if head else [])
+                   last=(head_roots(goal, tools) or []) if head else [], fresh=result)
 
     def record(self, args: dict[str, Any], function: str) -> None:
         self.used.update(_strings(args))
         self.called.add(function)
+        self.latest = function
+
+    def _head_called(self) -> bool:
+        if self.fresh:
+            return self.latest in self.last
+        return bool(self.called.intersection(self.last))
+
+    def finished(self, tools: Sequence[ToolSpec]) -> bool:
+        """With `result` and `head`: nothing is pending and the latest call was the
+        head's function, so its result is the answer and the loop should give it."""
+        return self.fresh and self._head_called() and not self.must_call(tools)
 
     def must_call(self, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
         """The tools the next step must choose from ([]: it may answer): those that could
@@ -204,7 +220,7 @@ class Coverage:
             waiting |= set() if self.called.intersection(group) else set(group)
         must += [t for t in tools if t.qualified_name in waiting and t not in must]
         must = [t for t in must if callable_now(t)]
-        if not must and self.last and not self.called.intersection(self.last):
+        if not must and self.last and not self._head_called():
             # once the named values are looked up (`cover`), the asked operation is next;
             # without `cover` nothing says what is still missing: any call, no answer
             must = [t for t in tools if callable_now(t)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from localagent.constraint import Constraint
@@ -66,3 +66,44 @@ def answer_choice(values: list[str], name: str = "grounded-answer") -> Constrain
     """A constraint admitting exactly one of `values` (a tool-calling turn's answer)."""
     return Constraint(kind="lark", source="start: " + " | ".join(lit(v) for v in values),
                       name=name)
+
+
+def _scalars(value: Any) -> set[str]:
+    """The scalars of a value, compared loosely: text stripped and lower-cased, numbers as
+    floats (a result of 430 passed on as 430.0 is the same value)."""
+    if isinstance(value, bool):
+        return set()
+    if isinstance(value, (int, float)):
+        return {repr(float(value))}
+    if isinstance(value, str):
+        text = " ".join(value.split()).lower()
+        return {text} if text else set()
+    if isinstance(value, dict):
+        return set().union(*(_scalars(v) for v in value.values())) if value else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_scalars(v) for v in value)) if value else set()
+    return set()
+
+
+def unused_results(calls: Sequence[tuple[int, dict[str, Any], Any]]) -> list[Any]:
+    """The results (in call order) that no call of a later turn took as an argument:
+    what the calls so far arrived at, not the steps on the way. `calls`: (turn, arguments,
+    result) of every call that worked.
+
+    Why (the `result` technique): with every observed value admitted, the default model
+    answered "How many more pages does Ashes of Meridian have than The Copper Orchard?"
+    with 189, a looked-up page count, after `subtract(430, 189)` had returned 241. A value
+    counts from the first turn that produced it, so a lookup repeated after the
+    subtraction does not make its page count an answer again.
+    """
+    first: dict[str, int] = {}
+    for turn, _, value in calls:
+        first.setdefault(json.dumps(value, sort_keys=True, default=str), turn)
+    taken: list[tuple[int, set[str]]] = [(turn, _scalars(args)) for turn, args, _ in calls]
+    out = []
+    for _, _, value in calls:
+        since = first[json.dumps(value, sort_keys=True, default=str)]
+        mine = _scalars(value)
+        if not any(turn > since and mine & used for turn, used in taken):
+            out.append(value)
+    return out

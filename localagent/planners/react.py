@@ -31,7 +31,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import asks_for_text, observed_values
+from localagent.planners.grounding import asks_for_text, observed_values, unused_results
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
 from localagent.tools.spec import ToolSpec
@@ -141,13 +141,19 @@ class ReactPlanner:
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded and not asks_for_text(goal)
         t = self.techniques
-        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns)
+        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
+                               result=t.result)
         observed: list[Any] = []
+        trail: list[tuple[int, dict[str, Any], Any]] = []  # (step, args, value) that worked
         for i in range(1, max_iterations + 1):
-            finals = observed_values(observed) if grounded else None
+            finals = observed_values(
+                (unused_results(trail) or observed) if t.result else observed
+            ) if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
-            step = self.next_step(prompt, final_only=i == max_iterations, log=out.log,
+            finished = t.result and coverage.finished(step_tools)
+            step = self.next_step(prompt, final_only=i == max_iterations or finished,
+                                  log=out.log,
                                   finals=finals, tools=must_call or step_tools,
                                   must_act=bool(must_call))
             prompt += step_text(step)
@@ -164,6 +170,7 @@ class ReactPlanner:
             error = result.error.message if result.error else None
             if error is None:
                 observed.append(result.value)
+                trail.append((i, step.action.args, result.value))
             obs = observation_text(result.value, error)
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
                                        result.value, error))

@@ -45,6 +45,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | with a call among its arguments (nesting.py)              |
 | nouns         | tree, react, tools | a function the goal names as "X's N", "the N of X" or     |
 |               |                    | "per N" must be called (nouns.py)                         |
+| result        | react, tools       | once the head's function (`head`) was the latest call and |
+|               |                    | nothing is pending, answer; a grounded answer restates a  |
+|               |                    | result no later call took as an argument (grounding.py)   |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
@@ -93,6 +96,7 @@ class Techniques:
     nouns: bool = False
     shallow: bool = False
     numbers: bool = False
+    result: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -112,6 +116,7 @@ class Techniques:
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
                           answer=False, head=False, once=False, nouns=False, shallow=False, numbers=False,
+                          result=False,
                           compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 

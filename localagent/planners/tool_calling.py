@@ -32,7 +32,12 @@ from localagent.planners.base import (
 )
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import answer_choice, asks_for_text, observed_values
+from localagent.planners.grounding import (
+    answer_choice,
+    asks_for_text,
+    observed_values,
+    unused_results,
+)
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
@@ -160,6 +165,16 @@ class ToolCallingPlanner:
                           for v in observed)
         return anchor_to_goal(self.tools, f"{goal}\n{seen}")
 
+    def _answer_values(self, check: ConditionCheck, observed: list[tuple[str, Any]],
+                       trail: list[tuple[int, dict[str, Any], Any]]) -> list[Any]:
+        """The values a grounded answer may restate (`check`'s choice); with `result`,
+        of those only the ones no later call took as an argument, if any."""
+        values = check.answer_values(observed)
+        if not self.techniques.result:
+            return values
+        unused = unused_results(trail)
+        return [v for v in values if v in unused] or values
+
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
         messages: list[Message] = [{"role": "system", "content": TOOLS_SYSTEM},
@@ -168,17 +183,21 @@ class ToolCallingPlanner:
         next_id = 0
         grounded = self.techniques.grounded and not asks_for_text(goal)
         t = self.techniques
-        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns)
+        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
+                               result=t.result)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
+        trail: list[tuple[int, dict[str, Any], Any]] = []  # (turn, args, value) of those
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
         for i in range(1, max_iterations + 1):
-            answers = observed_values(check.answer_values(observed)) if grounded else None
+            answers = observed_values(self._answer_values(check, observed, trail)) \
+                if grounded else None
             tools = self._turn_tools(goal, [v for _, v in observed])
             must_call = check.must_call() or coverage.must_call(tools)
+            finished = t.result and coverage.finished(tools)
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer
-                                  or repeated,
+                                  or repeated or finished,
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
             if turn.answer is not None:
@@ -197,6 +216,7 @@ class ToolCallingPlanner:
             check.record_turn([(c.function, r.value if r.ok else None)
                                for c, r in zip(turn.calls, results)])
             observed += [(c.function, r.value) for c, r in zip(turn.calls, results) if r.ok]
+            trail += [(i, c.args, r.value) for c, r in zip(turn.calls, results) if r.ok]
             for result in results:
                 out.events.extend(result.events)
             messages.append({"role": "assistant", "content": "", "tool_calls": [
