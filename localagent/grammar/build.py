@@ -131,7 +131,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
                     roots: Sequence[str] | None = None, pipe: bool = False,
                     must: Sequence[str] = (), inputs: Sequence[str] | None = None,
-                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+                    ordered: bool = False, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
     `refs`: where an argument may be a step reference (`"$1"`, the output of step 1) in
@@ -144,6 +144,9 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     `must`: a recipe: the qualified names the plan calls in this order; with it, every
     tool is called at most once (a rule per step and state). `inputs`: the values the
     plan's "input" (its starting text) may take (None: any bounded string).
+    `ordered` (with backward refs): the step references of one call are distinct and
+    ascending (`subtract("$1", "$2")`, never `"$2", "$1"` or `"$1", "$1"`), for a function
+    whose arguments are all required and plain values (`_ordered_args`).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
@@ -152,7 +155,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
                "refs": refs, "steps": reasoning_steps,
                "roots": None if roots is None else sorted(roots), "pipe": pipe,
-               "must": list(must), "inputs": None if inputs is None else list(inputs)}
+               "must": list(must), "inputs": None if inputs is None else list(inputs),
+               "ordered": ordered and refs == "backward"}
     index = {t.qualified_name: i for i, t in enumerate(tools)}
     if any(name not in index for name in must):
         raise ConstraintError(f"must names functions not offered: {list(must)}")
@@ -166,7 +170,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
         if refs == "backward" or pipe or needed:
             steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
                                  _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
-                                 if refs != "none" else None, last)
+                                 if refs != "none" else None, last,
+                                 ordered=options["ordered"])
                      for k in range(1, max_steps + 1)]
             subtasks = (_recipe_steps(rules, steps, needed, last) if needed
                         else _unrolled_steps([(s.any, s.final) for s in steps]))
@@ -241,9 +246,11 @@ class StepRules(NamedTuple):
 
 
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref: str | None, last: set[int] | None = None) -> StepRules:
+                ref: str | None, last: set[int] | None = None, *,
+                ordered: bool = False) -> StepRules:
     """Rules for one subtask, and for the plan's last subtask: any tool with its own
-    arguments (the last one: only the tools in `last`, when given), refs where given."""
+    arguments (the last one: only the tools in `last`, when given), refs where given
+    (`ordered`: `$1`..`$(step-1)`, distinct and ascending within the call)."""
     heads, finals, calls = [], [], {}
     for i, tool in enumerate(tools):
         params = tool.parameters
@@ -252,7 +259,8 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
             return None if schema is params else ref
 
         rules.root = params
-        args = rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
+        args = (_ordered_args(rules, params, step) if ordered and ref else None) or \
+            rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
         if args is None:  # e.g. an enum narrowed to nothing and no reference allowed here
             continue
         heads.append(rules.add(f"call{step}_{i}", _call_object(
@@ -268,6 +276,47 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
         return StepRules(rule, rule, calls)
     return StepRules(rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None,
                      calls)
+
+
+_SCALAR = ("number", "integer", "string", "boolean")
+
+
+def _ordered_args(rules: LarkRules, params: Schema, step: int) -> str | None:
+    """The argument object of step `step` in which the step references (`"$1"` ..
+    `"$(step-1)"`) are distinct and ascending in argument order; None where the function's
+    arguments are not all required plain values (the ordinary rules apply there).
+
+    Why: the default model wrote `subtract("$2", "$1")` after looking up Ashes of Meridian
+    and then The Copper Orchard (-241 pages), `divide("$2", "$1")` for Jupiter against
+    Earth, and `divide("$1", "$1")` for Dev's monthly salary. Its lookups come in the
+    goal's order, and the goal's order is the operands' order ("more ... than").
+    """
+    props: dict[str, Schema] = params.get("properties") or {}
+    keys = list(props)
+    if (not keys or set(params.get("required", [])) != set(keys)
+            or not all(isinstance(props[k], dict) and ("enum" in props[k] or (
+                props[k].get("type") in _SCALAR and not {"anyOf", "oneOf", "allOf", "$ref"}
+                & set(props[k]))) for k in keys)):
+        return None
+    plain = {k: rules.value(props[k], 1, None, "") for k in keys}
+    memo: dict[tuple[int, int], str | None] = {}
+
+    def tail(idx: int, last: int) -> str | None:
+        """Arguments keys[idx:] when the highest reference so far is `last`."""
+        if (idx, last) not in memo:
+            name = lit(jtext(keys[idx]) + ": ")
+            choices = [(plain[keys[idx]], last)] if plain[keys[idx]] else []
+            choices += [(lit(jtext(f"${j}")), j) for j in range(last + 1, step)]
+            alts = []
+            for value, after in choices:
+                rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""
+                if rest is not None:
+                    alts.append(f'{name} {value} ", " {rest}' if rest else f"{name} {value}")
+            memo[idx, last] = rules.add("oargs", " | ".join(alts)) if alts else None
+        return memo[idx, last]
+
+    first = tail(0, 0)
+    return rules.add("ordered", f'"{{" {first} "}}"') if first else None
 
 
 def _recipe_steps(rules: LarkRules, steps: list[StepRules], order: Sequence[int],

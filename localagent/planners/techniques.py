@@ -50,6 +50,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | result no later call took as an argument (grounding.py)   |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
+| ordered       | sequential         | with backrefs: one call's step references are distinct and |
+|               |                    | ascending (`subtract($1, $2)`, not `$2, $1` or `$1, $1`)   |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | pipe          | sequential         | after the first step, `input` is never a literal: it comes |
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
@@ -97,6 +99,7 @@ class Techniques:
     shallow: bool = False
     numbers: bool = False
     result: bool = False
+    ordered: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -116,7 +119,7 @@ class Techniques:
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
                           answer=False, head=False, once=False, nouns=False, shallow=False, numbers=False,
-                          result=False,
+                          result=False, ordered=False,
                           compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
