@@ -31,3 +31,15 @@ def admits(spec: str, goal: str, plan: dict) -> bool:
                           PlannerSettings(techniques=Techniques.parse(spec)))
     grammar = planner.constraint(planner.tools_for(goal), goal)
     return matches(grammar, json.dumps(plan, separators=(", ", ": ")))
+
+
+def admits_steps(spec: str, goal: str, steps: list[dict], start: str) -> bool:
+    """Whether the sequential grammar for `goal` under `spec` admits the plan of `steps`
+    (raw `{"function", "args"}` steps) starting from the input `start`."""
+    from localagent.planners.sequential import SequentialPlanner
+
+    planner = SequentialPlanner(ScriptedLLM([]), TOOLS,
+                                PlannerSettings(techniques=Techniques.parse(spec)))
+    grammar = planner.constraint(planner.tools_for(goal), goal)
+    return matches(grammar, json.dumps({"input": start, "subtasks": steps},
+                                       separators=(", ", ": ")))
