@@ -11,22 +11,35 @@ from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
 from localagent.planners.base import PlannerSettings
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import unused_results
+from localagent.planners.grounding import observed_values, unused_results
 from localagent.planners.techniques import Techniques
 
 
 def test_unused_results_are_what_no_later_call_took() -> None:
-    pages = [(1, {"title": "Ashes of Meridian"}, 430), (1, {"title": "The Copper Orchard"}, 189),
-             (2, {"value1": 430.0, "value2": 189}, 241)]
+    pages = [(1, "GetPages", {"title": "Ashes of Meridian"}, 430),
+             (1, "GetPages", {"title": "The Copper Orchard"}, 189),
+             (2, "subtract", {"value1": 430.0, "value2": 189}, 241)]
     assert unused_results(pages) == [241]
     # a lookup repeated after the subtraction: its value counts from its first turn
-    assert unused_results([*pages, (3, {"title": "The Copper Orchard"}, 189)]) == [241]
+    assert unused_results([*pages, (3, "GetPages", {"title": "The Copper Orchard"}, 189)]) \
+        == [241]
     # a chain: the picked team went on to the next call; a call's own argument does not count
-    teams = [(1, {"team1": "Herons", "team2": "Lynx"}, "Herons")]
+    teams = [(1, "TopTeam", {"team1": "Herons", "team2": "Lynx"}, "Herons")]
     assert unused_results(teams) == ["Herons"]
-    assert unused_results([*teams, (2, {"team": "Herons"}, 40)]) == [40]
+    assert unused_results([*teams, (2, "GetGoals", {"team": "Herons"}, 40)]) == [40]
     # parallel calls of one turn do not use each other's results
-    assert unused_results([(1, {"a": "x"}, 5), (1, {"a": 5}, 7)]) == [5, 7]
+    same_turn = [(1, "F", {"a": "x"}, 5), (1, "G", {"a": 5}, 7)]
+    assert unused_results(same_turn) == [5, 7]
+    # of the unused results, the head's functions' (what the question asks for) if any
+    assert unused_results(same_turn, prefer={"G"}) == [7]
+    assert unused_results(same_turn, prefer={"H"}) == [5, 7]
+
+
+def test_whole_lists_offers_a_list_of_names_only_whole() -> None:
+    books = ["A Map of Small Rivers", "Paper Comets", "The Quiet Engine"]
+    assert "Paper Comets" in observed_values([books])
+    assert observed_values([books], whole_lists=True) == [", ".join(books)]
+    assert observed_values([[3, 4]], whole_lists=True) == ["3", "4"]
 
 
 GOAL = "How many more pages does Ashes of Meridian have than The Copper Orchard?"

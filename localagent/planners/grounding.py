@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from localagent.constraint import Constraint
@@ -31,8 +31,10 @@ def asks_for_text(goal: str) -> bool:
     return bool(_FREE_TEXT.search(goal))
 
 
-def observed_values(results: Iterable[Any]) -> list[str]:
-    """Every scalar in the tool results, as answer text: newest first, unique, bounded."""
+def observed_values(results: Iterable[Any], whole_lists: bool = False) -> list[str]:
+    """Every scalar in the tool results, as answer text: newest first, unique, bounded.
+    `whole_lists` (the `result` technique): a list of names is offered only whole, joined
+    by commas (seen: one book of the three a list goal asked for, given as the answer)."""
     out: dict[str, None] = {}
     booleans = False
 
@@ -51,9 +53,11 @@ def observed_values(results: Iterable[Any]) -> list[str]:
             for v in value.values():
                 visit(v)
         elif isinstance(value, (list, tuple)):
-            for v in value:
-                visit(v)
-            if value and all(isinstance(v, str) for v in value):
+            names = bool(value) and all(isinstance(v, str) for v in value)
+            if not (whole_lists and names):
+                for v in value:
+                    visit(v)
+            if names:
                 out[", ".join(value)] = None
 
     for result in reversed(list(results)):
@@ -85,25 +89,29 @@ def _scalars(value: Any) -> set[str]:
     return set()
 
 
-def unused_results(calls: Sequence[tuple[int, dict[str, Any], Any]]) -> list[Any]:
+def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
+                   prefer: Collection[str] = ()) -> list[Any]:
     """The results (in call order) that no call of a later turn took as an argument:
-    what the calls so far arrived at, not the steps on the way. `calls`: (turn, arguments,
-    result) of every call that worked.
+    what the calls so far arrived at, not the steps on the way; of those, the results of
+    the functions in `prefer` (`head`'s: what the question asks for) if any. `calls`:
+    (turn, function, arguments, result) of every call that worked.
 
     Why (the `result` technique): with every observed value admitted, the default model
     answered "How many more pages does Ashes of Meridian have than The Copper Orchard?"
     with 189, a looked-up page count, after `subtract(430, 189)` had returned 241. A value
     counts from the first turn that produced it, so a lookup repeated after the
-    subtraction does not make its page count an answer again.
+    subtraction does not make its page count an answer again. Seen for `prefer`: "Which
+    team has more points, the Wolves or the Otters?" answered 48, the Otters' points,
+    looked up in the same turn as TopTeam's "Wolves".
     """
     first: dict[str, int] = {}
-    for turn, _, value in calls:
+    for turn, _, _, value in calls:
         first.setdefault(json.dumps(value, sort_keys=True, default=str), turn)
-    taken: list[tuple[int, set[str]]] = [(turn, _scalars(args)) for turn, args, _ in calls]
-    out = []
-    for _, _, value in calls:
+    taken = [(turn, _scalars(args)) for turn, _, args, _ in calls]
+    out: list[tuple[str, Any]] = []
+    for _, function, _, value in calls:
         since = first[json.dumps(value, sort_keys=True, default=str)]
         mine = _scalars(value)
         if not any(turn > since and mine & used for turn, used in taken):
-            out.append(value)
-    return out
+            out.append((function, value))
+    return [v for f, v in out if f in prefer] or [v for _, v in out]

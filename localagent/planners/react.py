@@ -144,11 +144,11 @@ class ReactPlanner:
         coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
                                result=t.result)
         observed: list[Any] = []
-        trail: list[tuple[int, dict[str, Any], Any]] = []  # (step, args, value) that worked
+        trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (step, function, args, value)
         for i in range(1, max_iterations + 1):
             finals = observed_values(
-                (unused_results(trail) or observed) if t.result else observed
-            ) if grounded else None
+                unused_results(trail, coverage.last) or observed, whole_lists=True
+            ) if grounded and t.result else observed_values(observed) if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
             finished = t.result and coverage.finished(step_tools)
@@ -170,7 +170,7 @@ class ReactPlanner:
             error = result.error.message if result.error else None
             if error is None:
                 observed.append(result.value)
-                trail.append((i, step.action.args, result.value))
+                trail.append((i, step.action.function, step.action.args, result.value))
             obs = observation_text(result.value, error)
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
                                        result.value, error))

@@ -165,15 +165,17 @@ class ToolCallingPlanner:
                           for v in observed)
         return anchor_to_goal(self.tools, f"{goal}\n{seen}")
 
-    def _answer_values(self, check: ConditionCheck, observed: list[tuple[str, Any]],
-                       trail: list[tuple[int, dict[str, Any], Any]]) -> list[Any]:
-        """The values a grounded answer may restate (`check`'s choice); with `result`,
-        of those only the ones no later call took as an argument, if any."""
+    def _answer_values(self, check: ConditionCheck, coverage: Coverage,
+                       observed: list[tuple[str, Any]],
+                       trail: list[tuple[int, str, dict[str, Any], Any]]) -> list[str]:
+        """The texts a grounded answer may restate (of `check`'s values); with `result`,
+        of those only the results no later call took as an argument (the head's, if it
+        was called), if any, and a list only whole."""
         values = check.answer_values(observed)
         if not self.techniques.result:
-            return values
-        unused = unused_results(trail)
-        return [v for v in values if v in unused] or values
+            return observed_values(values)
+        unused = unused_results(trail, coverage.last)
+        return observed_values([v for v in values if v in unused] or values, whole_lists=True)
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
@@ -187,11 +189,11 @@ class ToolCallingPlanner:
                                result=t.result)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
-        trail: list[tuple[int, dict[str, Any], Any]] = []  # (turn, args, value) of those
+        trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (turn, function, args, value)
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
         for i in range(1, max_iterations + 1):
-            answers = observed_values(self._answer_values(check, observed, trail)) \
+            answers = self._answer_values(check, coverage, observed, trail) \
                 if grounded else None
             tools = self._turn_tools(goal, [v for _, v in observed])
             must_call = check.must_call() or coverage.must_call(tools)
@@ -216,7 +218,8 @@ class ToolCallingPlanner:
             check.record_turn([(c.function, r.value if r.ok else None)
                                for c, r in zip(turn.calls, results)])
             observed += [(c.function, r.value) for c, r in zip(turn.calls, results) if r.ok]
-            trail += [(i, c.args, r.value) for c, r in zip(turn.calls, results) if r.ok]
+            trail += [(i, c.function, c.args, r.value)
+                      for c, r in zip(turn.calls, results) if r.ok]
             for result in results:
                 out.events.extend(result.events)
             messages.append({"role": "assistant", "content": "", "tool_calls": [
