@@ -131,7 +131,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
                     roots: Sequence[str] | None = None, pipe: bool = False,
                     must: Sequence[str] = (), inputs: Sequence[str] | None = None,
-                    ordered: bool = False, bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+                    ordered: bool = False, needs: Sequence[Sequence[str]] = (),
+                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
     `refs`: where an argument may be a step reference (`"$1"`, the output of step 1) in
@@ -147,6 +148,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     `ordered` (with backward refs): the step references of one call are distinct and
     ascending (`subtract("$1", "$2")`, never `"$2", "$1"` or `"$1", "$1"`), for a function
     whose arguments are all required and plain values (`_ordered_args`).
+    `needs`: groups of qualified names; the plan calls at least one function of each
+    group (`_needed_steps`; not with `must`).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
@@ -156,24 +159,29 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                "refs": refs, "steps": reasoning_steps,
                "roots": None if roots is None else sorted(roots), "pipe": pipe,
                "must": list(must), "inputs": None if inputs is None else list(inputs),
-               "ordered": ordered and refs == "backward"}
+               "ordered": ordered and refs == "backward",
+               "needs": [sorted(g) for g in needs]}
     index = {t.qualified_name: i for i, t in enumerate(tools)}
     if any(name not in index for name in must):
         raise ConstraintError(f"must names functions not offered: {list(must)}")
     needed = [index[name] for name in must]
+    groups = [{index[n] for n in group if n in index} for group in needs]
+    if any(not g for g in groups):
+        raise ConstraintError(f"a group of needed functions has none offered: {list(needs)}")
 
     def build() -> str:
         rules = LarkRules(bounds)
         text = steps_reasoning(rules, tools, max_steps) if reasoning_steps else (
             rules.string(reasoning_chars, 1) if reasoning_chars else "")
         reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
-        if refs == "backward" or pipe or needed:
+        if refs == "backward" or pipe or needed or groups:
             steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
                                  _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
                                  if refs != "none" else None, last,
                                  ordered=options["ordered"])
                      for k in range(1, max_steps + 1)]
             subtasks = (_recipe_steps(rules, steps, needed, last) if needed
+                        else _needed_steps(rules, steps, groups, last) if groups
                         else _unrolled_steps([(s.any, s.final) for s in steps]))
         else:
             ref = _ref_rule(rules, max_steps) if refs == "any" else None
@@ -350,6 +358,42 @@ def _recipe_steps(rules: LarkRules, steps: list[StepRules], order: Sequence[int]
     if first is None:
         raise ConstraintError(f"no plan of at most {len(steps)} steps calls the required "
                               "functions in order")
+    return first
+
+
+def _needed_steps(rules: LarkRules, steps: list[StepRules], groups: Sequence[set[int]],
+                  last: set[int] | None) -> str:
+    """The subtask list when each group of tools must have one of its tools called (the
+    `nouns` technique): the rule for "step k onward" branches on the groups covered so
+    far (a bit mask); a plan may end only once all are (and, with `last`, on `last`)."""
+    full = (1 << len(groups)) - 1
+    memo: dict[tuple[int, int], str | None] = {}
+
+    def covers(i: int) -> int:
+        return sum(1 << g for g, group in enumerate(groups) if i in group)
+
+    def tail(k: int, done: int) -> str | None:
+        if (k, done) not in memo:
+            memo[k, done] = None
+            by_after: dict[int, list[int]] = {}
+            for i in steps[k].calls:
+                by_after.setdefault(done | covers(i), []).append(i)
+            alts = []
+            for after, tools in by_after.items():
+                ends = [steps[k].calls[i] for i in tools if last is None or i in last]
+                if after == full and ends:
+                    alts.append(" | ".join(ends))
+                rest = tail(k + 1, after) if k + 1 < len(steps) else None
+                if rest:
+                    calls = " | ".join(steps[k].calls[i] for i in tools)
+                    alts.append(f'({calls}) ", " {rest}')
+            memo[k, done] = rules.add(f"need{k + 1}", " | ".join(alts)) if alts else None
+        return memo[k, done]
+
+    first = tail(0, 0)
+    if first is None:
+        raise ConstraintError(f"no plan of at most {len(steps)} steps calls a function of "
+                              "each needed group")
     return first
 
 

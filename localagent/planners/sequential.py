@@ -35,6 +35,7 @@ from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
+from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -88,7 +89,9 @@ class SequentialPlanner:
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar; with `answer` and a goal, one whose last step returns the kind
         of value the goal asks for (answer_kind.py), unless no step can; with `named`,
-        one calling every function the goal names, from a phrase of the goal."""
+        one calling every function the goal names, from a phrase of the goal; with
+        `nouns`, one calling a function of each group its possessives and of-phrases name
+        (nouns.py; dropped first when no plan can meet it)."""
         t = self.techniques
         shown = self._piped if tools is None else tools
         options: dict = {"max_steps": MAX_STEPS, "bounds": BOUNDS, "pipe": t.pipe,
@@ -101,11 +104,15 @@ class SequentialPlanner:
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
-        if roots:
-            try:
-                return sequential_plan(shown, roots=roots, **options)
-            except ConstraintError:
-                pass
+        needs = needed_functions(goal, shown) if t.nouns and goal and not asked else []
+        tried: list[dict] = []
+        for extra in ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}):
+            if any(extra.values()) and extra not in tried:
+                tried.append(extra)
+                try:
+                    return sequential_plan(shown, **extra, **options)
+                except ConstraintError:
+                    pass  # e.g. no function that may end the plan can be called
         return sequential_plan(shown, **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:

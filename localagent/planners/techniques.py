@@ -43,8 +43,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | parts", "a 250 km trip") is passed to some call           |
 | shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
 |               |                    | with a call among its arguments (nesting.py)              |
-| nouns         | tree, react, tools | a function the goal names as "X's N", "the N of X" or     |
-|               |                    | "per N" must be called (nouns.py)                         |
+| nouns         | tree, sequential,  | a function the goal names as "X's N", "the N of X" or     |
+|               | react, tools       | "per N" must be called (nouns.py)                         |
 | result        | react, tools       | once the head's function (`head`) was the latest call and |
 |               |                    | nothing is pending, answer; a grounded answer restates a  |
 |               |                    | result no later call took as an argument (grounding.py)   |
