@@ -224,3 +224,32 @@ def _literals(node: object) -> list[object]:
     if isinstance(node, list):
         return [x for v in node for x in _literals(v)]
     return [node]
+
+
+def test_result_answers_with_the_subtraction_not_a_looked_up_count(default_llm) -> None:
+    """Without `result` (stop 17, filtered tools): both page counts, `subtract` = 241, the
+    lookups again, then the answer 189. With it the turn after the subtraction answers,
+    and only with a result no later call used: the subtraction's."""
+    runner, task = _suite_agent(
+        default_llm, "mentions+grounded+check+cover+calls+head+nouns+result",
+        "arithmetic-pages-longer")
+    result = runner.run(task.goal, planner="tools")
+    calls = [c for s in result.steps for c in s.get("calls", [])]
+    subtractions = [c for c in calls if c["function"] == "MathPlugin.subtract"]
+    assert subtractions, result.to_dict()
+    assert calls[-1]["function"] == "MathPlugin.subtract", result.to_dict()
+    assert result.answer == json.dumps(subtractions[-1]["result"]), result.to_dict()
+
+
+def test_sequential_ordered_and_nouns_shape_the_step_list(default_llm) -> None:
+    """Without them (stop 16): GetGoals(Lynx), divide($1, $1) = 1 goal per win."""
+    runner, task = _suite_agent(default_llm, "mentions+answer+head+named+nouns+ordered+backrefs",
+                                "arithmetic-goals-per-win-lynx")
+    result = runner.run(task.goal, planner="sequential")
+    assert result.plan is not None, result.to_dict()
+    steps = result.plan["subtasks"]
+    assert "League.GetWins" in {s["function"] for s in steps}, steps
+    for step in steps:
+        refs = [int(v["name"]) for v in step["args"].values()
+                if isinstance(v, dict) and v.get("kind") == "ref"]
+        assert refs == sorted(set(refs)), steps

@@ -73,8 +73,7 @@ def parser() -> argparse.ArgumentParser:
         help="planning technique variants, ';'-separated, each 'plain', 'default' or "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, cover, "
         "calls, together, check, answer, head, once, nouns, shallow, numbers, result, ordered, "
-        "compact, "
-        "backrefs, pipe, named, replan=N, vote=K), "
+        "compact, backrefs, pipe, named, replan=N, vote=K), "
         "e.g. 'plain;reasoning;reasoning+replan=2'",
     )
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")

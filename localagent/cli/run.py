@@ -83,8 +83,7 @@ TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
     "(reasoning, steps, similar, mentions, grounded, cover, calls, together, check, answer, "
     "head, once, nouns, shallow, numbers, result, ordered, compact, backrefs, pipe, named, "
-    "replan=N, "
-    "vote=K); see README.")
+    "replan=N, vote=K); see README.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")
 MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools "
