@@ -72,7 +72,7 @@ def test_plan_runs_every_combination_once(suite: Suite) -> None:
         "tree": "mentions+together+answer+head+once+nouns+shallow+numbers+backrefs",
         "react": "mentions+cover+calls+head+nouns+backrefs"}
     tools = plan_runs(suite, ["tools"], ["m1"], [True], ["auto"], 1)
-    assert tools[0].key.endswith("|mentions+grounded+check+backrefs")
+    assert tools[0].key.endswith("|mentions+grounded+cover+calls+check+head+nouns+result+backrefs")
     with pytest.raises(UsageError, match="unknown planner"):
         plan_runs(suite, ["magic"], ["m1"], [True], ["auto"], 1)
     with pytest.raises(UsageError, match="--repeat"):

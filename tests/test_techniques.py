@@ -171,7 +171,8 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     goal = "What is the invoice of company C?"
     answer_first = ScriptedLLM(["The invoice is 1000.", "unused"])
     tc = ToolCallingPlanner(answer_first, tools)  # default settings: the measured default
-    assert tc.techniques.grounded and tc.techniques.label == "mentions+grounded+check+backrefs"
+    assert tc.techniques.grounded and tc.techniques.label == (
+        "mentions+grounded+cover+calls+check+head+nouns+result+backrefs")
     tc.run(goal, Executor(registry), max_iterations=2)
     assert not matches(answer_first.requests[0].constraint, "The invoice is 1000.")
     # an explicit configuration is used as given, whatever the planner
@@ -387,8 +388,10 @@ def test_cover_tool_calling_must_look_up_the_named_city_before_answering(registr
                                   from_currency="EUR", to_currency="USD"))
     assert matches(second, tc("WeatherPlugin.DidItRainToday", city="Athens"))
     assert matches(third, "108.0")  # every named value used: answering is open again
-    plain = ToolCallingPlanner(ScriptedLLM([]), tools)
-    assert plain.settings.techniques.cover is False
+    off = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(
+        techniques=Techniques.parse("mentions+grounded")))
+    assert off.settings.techniques.cover is False
+    assert ToolCallingPlanner(ScriptedLLM([]), tools).techniques.cover  # the default, stop 17
 
 
 def test_cover_react_forbids_the_final_answer_until_the_named_city_was_used(registry) -> None:
