@@ -21,7 +21,7 @@ from localagent.planners.tree import TreePlanner
 from localagent.tools.registry import default_registry
 
 REASONING = PlannerSettings(techniques=Techniques.parse("reasoning"))
-# The tool-calling loop's own mechanics, without the tools planner's default `grounded`
+# The loops' own mechanics, without the tools and ReAct defaults' `grounded`
 # (a call before any answer, then only observed values; tested in test_techniques.py).
 LOOP = PlannerSettings(techniques=Techniques())
 
@@ -182,7 +182,7 @@ def test_react_last_iteration_only_allows_final_answer(registry):
               'Action Input: {"name": "Alice"}')
     llm = ScriptedLLM([action, "Thought: done\nFinal Answer: 34"])
     specs = react_specs(registry)
-    out = ReactPlanner(llm, specs).run("Alice's age", Executor(registry), max_iterations=2)
+    out = ReactPlanner(llm, specs, LOOP).run("Alice's age", Executor(registry), max_iterations=2)
     assert llm.requests[0].constraint == react_step(specs, final_only=False)
     assert llm.requests[1].constraint == react_step(specs, final_only=True)
     assert out.answer == "34"

@@ -163,7 +163,7 @@ def test_grounded_tool_turn_answers_only_observed_values(registry) -> None:
     assert not matches(turn, "The total is 24000")
 
 
-def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registry) -> None:
+def test_each_planner_has_its_measured_default(registry) -> None:
     from localagent.planners.react import ReactPlanner
     from localagent.planners.tool_calling import ToolCallingPlanner
 
@@ -179,7 +179,7 @@ def test_tool_calling_defaults_to_grounded_and_the_other_planners_do_not(registr
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        cover=True, calls=True, head=True, nouns=True)
+        grounded=True, cover=True, calls=True, head=True, nouns=True, result=True)
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
         answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
         numbers=True)

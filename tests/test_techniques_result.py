@@ -33,6 +33,12 @@ def test_unused_results_are_what_no_later_call_took() -> None:
     # of the unused results, the head's functions' (what the question asks for) if any
     assert unused_results(same_turn, prefer={"G"}) == [7]
     assert unused_results(same_turn, prefer={"H"}) == [5, 7]
+    # a number written in an expression was taken by that call
+    furina = [(1, "GetPersonAge", {"name": "Furina"}, 16),
+              (2, "Calculator", {"expression": "16**0.43"}, 3.294)]
+    assert unused_results(furina) == [3.294]
+    assert unused_results([(1, "F", {}, 16), (2, "G", {"expression": "160 + 1.16"}, 0)]) \
+        == [16, 0]
 
 
 def test_whole_lists_offers_a_list_of_names_only_whole() -> None:

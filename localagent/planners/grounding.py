@@ -89,6 +89,15 @@ def _scalars(value: Any) -> set[str]:
     return set()
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
+
+
+def _numbers_in_text(args: dict[str, Any]) -> set[str]:
+    """The numbers written inside text arguments (`{"expression": "16**0.43"}` uses 16)."""
+    texts = [v for v in args.values() if isinstance(v, str)]
+    return {repr(float(n)) for text in texts for n in _NUMBER.findall(text)}
+
+
 def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
                    prefer: Collection[str] = ()) -> list[Any]:
     """The results (in call order) that no call of a later turn took as an argument:
@@ -102,12 +111,14 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
     counts from the first turn that produced it, so a lookup repeated after the
     subtraction does not make its page count an answer again. Seen for `prefer`: "Which
     team has more points, the Wolves or the Otters?" answered 48, the Otters' points,
-    looked up in the same turn as TopTeam's "Wolves".
+    looked up in the same turn as TopTeam's "Wolves". A number written in a text argument
+    counts as taken (seen: Furina's age 16 given as the answer after
+    `Calculator("16**0.43")`).
     """
     first: dict[str, int] = {}
     for turn, _, _, value in calls:
         first.setdefault(json.dumps(value, sort_keys=True, default=str), turn)
-    taken = [(turn, _scalars(args)) for turn, _, args, _ in calls]
+    taken = [(turn, _scalars(args) | _numbers_in_text(args)) for turn, _, args, _ in calls]
     out: list[tuple[str, Any]] = []
     for _, function, _, value in calls:
         since = first[json.dumps(value, sort_keys=True, default=str)]
