@@ -33,6 +33,12 @@ def test_unused_results_are_what_no_later_call_took() -> None:
     # of the unused results, the head's functions' (what the question asks for) if any
     assert unused_results(same_turn, prefer={"G"}) == [7]
     assert unused_results(same_turn, prefer={"H"}) == [5, 7]
+    # of the head's results, the latest turn's (Earth's moons, Mars' moons, then Mars' again)
+    moons = [(1, "GetMoons", {"planet": "Earth"}, 1), (1, "GetMoons", {"planet": "Mars"}, 2),
+             (2, "FartherFromSun", {"a": "Earth", "b": "Mars"}, "Mars"),
+             (3, "GetMoons", {"planet": "Mars"}, 2)]
+    assert unused_results(moons) == [1, 2, 2]
+    assert unused_results(moons, prefer={"GetMoons"}) == [2]
     # a number written in an expression was taken by that call
     furina = [(1, "GetPersonAge", {"name": "Furina"}, 16),
               (2, "Calculator", {"expression": "16**0.43"}, 3.294)]

@@ -102,7 +102,8 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
                    prefer: Collection[str] = ()) -> list[Any]:
     """The results (in call order) that no call of a later turn took as an argument:
     what the calls so far arrived at, not the steps on the way; of those, the results of
-    the functions in `prefer` (`head`'s: what the question asks for) if any. `calls`:
+    the functions in `prefer` (`head`'s: what the question asks for) in the latest turn
+    that called one, if any. `calls`:
     (turn, function, arguments, result) of every call that worked.
 
     Why (the `result` technique): with every observed value admitted, the default model
@@ -119,10 +120,14 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
     for turn, _, _, value in calls:
         first.setdefault(json.dumps(value, sort_keys=True, default=str), turn)
     taken = [(turn, _scalars(args) | _numbers_in_text(args)) for turn, _, args, _ in calls]
-    out: list[tuple[str, Any]] = []
-    for _, function, _, value in calls:
+    out: list[tuple[int, str, Any]] = []
+    for at, function, _, value in calls:
         since = first[json.dumps(value, sort_keys=True, default=str)]
         mine = _scalars(value)
         if not any(turn > since and mine & used for turn, used in taken):
-            out.append((function, value))
-    return [v for f, v in out if f in prefer] or [v for _, v in out]
+            out.append((at, function, value))
+    heads = [(at, v) for at, f, v in out if f in prefer]
+    if heads:  # the latest turn's: seen, the moons of Earth and of Mars, then of Mars again
+        latest = max(at for at, _ in heads)
+        return [v for at, v in heads if at == latest]
+    return [v for _, _, v in out]
