@@ -131,3 +131,13 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
         latest = max(at for at, _ in heads)
         return [v for at, v in heads if at == latest]
     return [v for _, _, v in out]
+
+
+def grounded_answers(values: Sequence[Any], trail: Sequence[tuple[int, str, dict[str, Any], Any]],
+                     prefer: Collection[str] = (), result: bool = False) -> list[str]:
+    """The texts a grounded answer may restate, from the observed `values`; with `result`,
+    of those only the `unused_results` of `trail` (if any remain), and a list only whole."""
+    if not result:
+        return observed_values(values)
+    unused = unused_results(trail, prefer)
+    return observed_values([v for v in values if v in unused] or values, whole_lists=True)

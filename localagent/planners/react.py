@@ -31,7 +31,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import asks_for_text, observed_values, unused_results
+from localagent.planners.grounding import asks_for_text, grounded_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
 from localagent.tools.spec import ToolSpec
@@ -146,9 +146,8 @@ class ReactPlanner:
         observed: list[Any] = []
         trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (step, function, args, value)
         for i in range(1, max_iterations + 1):
-            finals = observed_values(
-                unused_results(trail, coverage.last) or observed, whole_lists=True
-            ) if grounded and t.result else observed_values(observed) if grounded else None
+            finals = grounded_answers(observed, trail, coverage.last, t.result) \
+                if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
             finished = t.result and coverage.finished(step_tools)

@@ -32,12 +32,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import (
-    answer_choice,
-    asks_for_text,
-    observed_values,
-    unused_results,
-)
+from localagent.planners.grounding import answer_choice, asks_for_text, grounded_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
@@ -165,18 +160,6 @@ class ToolCallingPlanner:
                           for v in observed)
         return anchor_to_goal(self.tools, f"{goal}\n{seen}")
 
-    def _answer_values(self, check: ConditionCheck, coverage: Coverage,
-                       observed: list[tuple[str, Any]],
-                       trail: list[tuple[int, str, dict[str, Any], Any]]) -> list[str]:
-        """The texts a grounded answer may restate (of `check`'s values); with `result`,
-        of those only the results no later call took as an argument (the head's, if it
-        was called), if any, and a list only whole."""
-        values = check.answer_values(observed)
-        if not self.techniques.result:
-            return observed_values(values)
-        unused = unused_results(trail, coverage.last)
-        return observed_values([v for v in values if v in unused] or values, whole_lists=True)
-
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
         messages: list[Message] = [{"role": "system", "content": TOOLS_SYSTEM},
@@ -193,8 +176,8 @@ class ToolCallingPlanner:
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
         for i in range(1, max_iterations + 1):
-            answers = self._answer_values(check, coverage, observed, trail) \
-                if grounded else None
+            answers = grounded_answers(check.answer_values(observed), trail, coverage.last,
+                                       t.result) if grounded else None
             tools = self._turn_tools(goal, [v for _, v in observed])
             must_call = check.must_call() or coverage.must_call(tools)
             finished = t.result and coverage.finished(tools)
