@@ -176,7 +176,7 @@ class Techniques:
 # Where a planner's measured best differs from `Techniques()` (docs/BENCHMARKS.md): tool
 # calling with `grounded` went from 0% to 41% on the core suite at 1.26x the tokens (the
 # default model describes a call in prose unless a call must come first), while grounded
-# ReAct lost 4 points on the generalisation suite, so only the tools planner takes it.
+# ReAct lost 4 points on the generalisation suite (stop 12; it takes it since stop 17, with `result`).
 # The tree and sequential planners take `answer` (+1 goal of 24 each on the generalisation
 # suite at 1.0x the tokens; its grammars admit every reference plan of the suite: a test
 # checks it). The tree planner also takes `together` (the invoice goal 0/5 -> 4/5, +2 of
