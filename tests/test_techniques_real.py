@@ -122,14 +122,23 @@ def _suite_agent(llm, spec: str, task_id: str):
         techniques=Techniques.parse(spec))), task
 
 
-def _calls(node: object, key: str = "") -> list[tuple[str, str]]:
-    """(argument name it fills, function) of every call in a plan dict."""
+def _walk(node: object, key: str = "", depth: int = 0) -> list[tuple[int, str, str, dict]]:
+    """(depth, argument name it fills, function, args) of every call in a plan dict (the
+    root call at depth 1, filling no argument)."""
     if isinstance(node, dict):
-        own = [(key, node["function"])] if node.get("kind") == "call" else []
-        return own + [c for k, v in node.items() for c in _calls(v, k if k != "args" else key)]
+        call = node.get("kind") == "call"
+        here = depth + 1 if call else depth
+        own = [(here, key, node["function"], node.get("args", {}))] if call else []
+        return own + [c for k, v in node.items()
+                      for c in _walk(v, k if k != "args" else key, here)]
     if isinstance(node, list):
-        return [c for v in node for c in _calls(v, key)]
+        return [c for v in node for c in _walk(v, key, depth)]
     return []
+
+
+def _calls(node: object) -> list[tuple[str, str]]:
+    """(argument name it fills, function) of every call in a plan dict."""
+    return [(key, function) for _, key, function, _ in _walk(node)]
 
 
 def test_answer_roots_the_plan_in_a_number_for_a_how_many_goal(default_llm) -> None:
@@ -162,16 +171,9 @@ def test_compact_prompt_writes_the_task_like_the_examples(default_llm) -> None:
     assert result.plan is not None, result.to_dict()
 
 
-def _depths(node: object, depth: int = 0) -> list[tuple[int, str, dict]]:
+def _depths(node: object) -> list[tuple[int, str, dict]]:
     """(depth, function, args) of every call in a plan dict (the root call at depth 1)."""
-    if isinstance(node, dict):
-        call = node.get("kind") == "call"
-        here = depth + 1 if call else depth
-        own = [(here, node["function"], node.get("args", {}))] if call else []
-        return own + [c for v in node.values() for c in _depths(v, here)]
-    if isinstance(node, list):
-        return [c for v in node for c in _depths(v, depth)]
-    return []
+    return [(depth, function, args) for depth, _, function, args in _walk(node)]
 
 
 def test_head_roots_a_comparison_in_subtract(default_llm) -> None:

@@ -67,12 +67,12 @@ def test_coverage_with_result_is_finished_only_after_the_head_call() -> None:
     coverage = Coverage.of(GOAL, tools, True, head=True, result=True)
     coverage.record({"title": "Ashes of Meridian"}, "BookLibrary.GetPages")
     coverage.record({"title": "The Copper Orchard"}, "BookLibrary.GetPages")
-    assert not coverage.finished(tools)
+    assert not coverage.finished(coverage.must_call(tools))
     coverage.record({"value1": 430, "value2": 189}, "MathPlugin.subtract")
-    assert coverage.finished(tools)
+    assert coverage.finished(coverage.must_call(tools))
     # a lookup after the subtraction asks for the subtraction again
     coverage.record({"title": "The Copper Orchard"}, "BookLibrary.GetPages")
-    assert not coverage.finished(tools)
+    assert not coverage.finished(coverage.must_call(tools))
     assert [t.qualified_name for t in coverage.must_call(tools)] == ["MathPlugin.subtract"]
     # without `result` the head's call counts whenever it was made, and nothing finishes
     old = Coverage.of(GOAL, tools, True, head=True)
@@ -80,7 +80,7 @@ def test_coverage_with_result_is_finished_only_after_the_head_call() -> None:
                      ({"value1": 430, "value2": 189}, "MathPlugin.subtract"),
                      ({"title": "The Copper Orchard"}, "BookLibrary.GetPages")):
         old.record(args, fn)
-    assert old.must_call(tools) == [] and not old.finished(tools)
+    assert old.must_call(tools) == [] and not old.finished(old.must_call(tools))
 
 
 def _call(name: str, args: str) -> str:

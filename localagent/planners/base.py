@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from localagent.constraint import Constraint
 from localagent.errors import (
+    ConstraintError,
     InvalidPlanError,
     PlanningError,
     PlanValidationError,
@@ -222,3 +223,25 @@ class PlannerEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.detail, "at": self.at}
+
+
+def first_buildable(build: Callable[..., Constraint], variants: Sequence[dict[str, Any]],
+                    **options: Any) -> Constraint:
+    """`build(**variant, **options)` for the first of `variants` (the most restricted
+    first) that some plan can meet; `build(**options)` when none can. A variant whose
+    restrictions are all empty, or one tried already, is skipped.
+
+    Why: a restriction read off the goal's English (a named value no argument takes, a
+    needed function the filter left out) can make the grammar admit nothing; the planner
+    then drops restrictions in a fixed order rather than fail.
+    """
+    tried: list[dict[str, Any]] = []
+    for extra in variants:
+        if any(extra.values()) and extra not in tried:
+            tried.append(extra)
+            try:
+                return build(**extra, **options)
+            except ConstraintError:
+                pass
+    return build(**options)
+

@@ -205,10 +205,11 @@ class Coverage:
             return self.latest in self.last
         return bool(self.called.intersection(self.last))
 
-    def finished(self, tools: Sequence[ToolSpec]) -> bool:
-        """With `result` and `head`: nothing is pending and the latest call was the
-        head's function, so its result is the answer and the loop should give it."""
-        return self.fresh and self._head_called() and not self.must_call(tools)
+    def finished(self, pending: Sequence[ToolSpec]) -> bool:
+        """With `result` and `head`: nothing is pending (`pending`: what `must_call`
+        returned for this step) and the latest call was the head's function, so its result
+        is the answer and the loop should give it."""
+        return self.fresh and self._head_called() and not pending
 
     def must_call(self, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
         """The tools the next step must choose from ([]: it may answer): those that could

@@ -150,9 +150,8 @@ class ReactPlanner:
                 if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
-            finished = t.result and coverage.finished(step_tools)
-            step = self.next_step(prompt, final_only=i == max_iterations or finished,
-                                  log=out.log,
+            step = self.next_step(prompt, final_only=i == max_iterations
+                                  or coverage.finished(must_call), log=out.log,
                                   finals=finals, tools=must_call or step_tools,
                                   must_act=bool(must_call))
             prompt += step_text(step)

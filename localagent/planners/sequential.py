@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
-from localagent.errors import ConstraintError
 from localagent.grammars import (
     Bounds,
     ParsedPlan,
@@ -28,6 +27,7 @@ from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     GenerationLog,
     PlannerSettings,
+    first_buildable,
     generate_checked,
     replan_messages,
 )
@@ -105,15 +105,9 @@ class SequentialPlanner:
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
         needs = needed_functions(goal, shown) if t.nouns and goal and not asked else []
-        tried: list[dict] = []
-        for extra in ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}):
-            if any(extra.values()) and extra not in tried:
-                tried.append(extra)
-                try:
-                    return sequential_plan(shown, **extra, **options)
-                except ConstraintError:
-                    pass  # e.g. no function that may end the plan can be called
-        return sequential_plan(shown, **options)
+        return first_buildable(lambda **kw: sequential_plan(shown, **kw),
+                               ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}),
+                               **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         t = self.techniques

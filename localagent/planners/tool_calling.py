@@ -179,10 +179,10 @@ class ToolCallingPlanner:
             answers = grounded_answers(check.answer_values(observed), trail, coverage.last,
                                        t.result) if grounded else None
             tools = self._turn_tools(goal, [v for _, v in observed])
-            must_call = check.must_call() or coverage.must_call(tools)
-            finished = t.result and coverage.finished(tools)
+            pending = coverage.must_call(tools)
+            must_call = check.must_call() or pending
             turn = self.next_turn(messages, last=i == max_iterations or check.must_answer
-                                  or repeated or finished,
+                                  or repeated or coverage.finished(pending),
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
             if turn.answer is not None:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localagent.constraint import Constraint
-from localagent.errors import ConstraintError
 from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
@@ -21,6 +20,7 @@ from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     GenerationLog,
     PlannerSettings,
+    first_buildable,
     generate_checked,
     replan_messages,
 )
@@ -97,19 +97,13 @@ class TreePlanner:
             roots = narrow_roots(roots, head_roots(goal, shown))
         needs = needed_functions(goal, shown) if t.nouns and goal else []
         numbers = stated_numbers(goal) if t.numbers and t.mentions and goal else []
-        tried: list[dict] = []
-        for extra in ({"cover": cover, "numbers": numbers, "needs": needs, "roots": roots},
-                      {"cover": cover, "numbers": numbers, "needs": [], "roots": roots},
-                      {"cover": cover, "numbers": [], "needs": [], "roots": roots},
-                      {"cover": cover, "numbers": [], "needs": [], "roots": None},
-                      {"cover": [], "numbers": [], "needs": [], "roots": roots}):
-            if any(extra.values()) and extra not in tried:
-                tried.append(extra)
-                try:
-                    return tree_plan(shown, **extra, **options)
-                except ConstraintError:
-                    pass  # e.g. a named value that no required argument takes
-        return tree_plan(shown, **options)
+        return first_buildable(
+            lambda **kw: tree_plan(shown, **kw),
+            ({"cover": cover, "numbers": numbers, "needs": needs, "roots": roots},
+             {"cover": cover, "numbers": numbers, "needs": [], "roots": roots},
+             {"cover": cover, "numbers": [], "needs": [], "roots": roots},
+             {"cover": cover, "numbers": [], "needs": [], "roots": None},
+             {"cover": [], "numbers": [], "needs": [], "roots": roots}), **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         examples = choose_examples(goal, self.techniques)
