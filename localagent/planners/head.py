@@ -17,8 +17,10 @@ places, and `head` restricts the outermost call (the last step) to match:
   GetSalary); of those, the ones returning a list for a plural noun ("Which books by
   ..."), one value for a singular one ("In which department ..."), unless the question
   asks for a number. A head noun that names no function ("How many matches", "Which team")
-  leaves the root open, as does a question whose head is a verb ("Who wrote ...",
-  "Who manages ...");
+  leaves the root open;
+- a question whose head is a verb ("Who manages the driver of ...") asks for the one
+  who does it: the root must be a function whose name says that verb's noun (GetManager,
+  by the same word stem); a verb no function says ("Who wrote ...") leaves it open;
 - but first, "the same N as X" asks for what shares X's N: the root must be a function that takes an
   N ("Who works in the same department as Yuki?": ListDepartment, not GetDepartment).
 
@@ -50,6 +52,8 @@ _CUES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bminus\b"), "difference"),
 ]
 _SAME = re.compile(r"\bsame\s+([a-z]+)\s+as\b")
+_VERB_HEAD = re.compile(r"^who\s+(?P<verb>[a-z]+s)\b")  # "who manages", "who drives"
+_AUXILIARY = {"is", "was", "has", "does"}
 _HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
 _NOUN_PHRASE = re.compile(
     _HEAD + r"(?:(?:what|which|who)\s+(?:is|are|was|were)\s+|how\s+(?:many|much)\s+|"
@@ -74,6 +78,12 @@ def head_noun(goal: str) -> list[str]:
     "What is Leena's yearly salary?" -> [yearly, salary]; [] when there is none."""
     found = _NOUN_PHRASE.search(unquoted(goal).lower())
     return noun_words(found.group("np").split()) if found else []
+
+
+def head_verb(goal: str) -> list[str]:
+    """The verb a "who" question asks about ("Who manages ..." -> [manages]), else []."""
+    found = _VERB_HEAD.search(unquoted(goal).lower())
+    return [found.group("verb")] if found and found.group("verb") not in _AUXILIARY else []
 
 
 def noun_words(words: Sequence[str]) -> list[str]:
@@ -131,7 +141,7 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
         roots = [t for t in tools if any(_same_word(same.group(1), p)
                                          for p in t.parameters.get("required", []))]
     else:
-        noun = head_noun(goal)
+        noun = head_noun(goal) or head_verb(goal)
         roots = [t for t in tools if noun and says(t, noun)]
         if answer_kind(goal) != "number":  # "how many books": a count, not a list
             plural = noun[-1].endswith("s") and not noun[-1].endswith("ss") if noun else False
