@@ -12,7 +12,7 @@ import hashlib
 import json
 import string
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -29,6 +29,7 @@ from localagent.grammar.jsonlark import (
     jtext,
     lit,
 )
+from localagent.grammar.typed_steps import CallRule, RefsFor, TypedSteps
 from localagent.grammar.types import fits
 from localagent.paths import GRAMMARS_DIR
 from localagent.plan import INPUT
@@ -132,6 +133,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     roots: Sequence[str] | None = None, pipe: bool = False,
                     must: Sequence[str] = (), inputs: Sequence[str] | None = None,
                     ordered: bool = False, needs: Sequence[Sequence[str]] = (),
+                    typed: bool = False,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -150,6 +152,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     whose arguments are all required and plain values (`_ordered_args`).
     `needs`: groups of qualified names; the plan calls at least one function of each
     group (`_needed_steps`; not with `must`).
+    `typed` (with backward refs, not with `must`): a `$k` stands only where step k's
+    result fits the argument (grammar/typed_steps.py).
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
@@ -160,7 +164,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                "roots": None if roots is None else sorted(roots), "pipe": pipe,
                "must": list(must), "inputs": None if inputs is None else list(inputs),
                "ordered": ordered and refs == "backward",
-               "needs": [sorted(g) for g in needs]}
+               "needs": [sorted(g) for g in needs],
+               "typed": typed and refs == "backward" and not must}
     index = {t.qualified_name: i for i, t in enumerate(tools)}
     if any(name not in index for name in must):
         raise ConstraintError(f"must names functions not offered: {list(must)}")
@@ -174,7 +179,12 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
         text = steps_reasoning(rules, tools, max_steps) if reasoning_steps else (
             rules.string(reasoning_chars, 1) if reasoning_chars else "")
         reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
-        if refs == "backward" or pipe or needed or groups:
+        if options["typed"]:
+            tools_at = [_piped_after(tools, 2) if pipe else tools] * max_steps
+            tools_at[0] = tools
+            call = _typed_call(rules, tools_at, options["ordered"])
+            subtasks = TypedSteps(rules, tools_at, call, last=last, groups=groups).build()
+        elif refs == "backward" or pipe or needed or groups:
             steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
                                  _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
                                  if refs != "none" else None, last,
@@ -237,6 +247,37 @@ def _piped_after(tools: Sequence[ToolSpec], step: int) -> Sequence[ToolSpec]:
     return out
 
 
+def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
+                ordered: bool) -> CallRule:
+    """The call rules `TypedSteps` asks for: tool i at step k, whose references may name
+    only the steps `refs_for` gives (`ordered`: distinct and ascending, `_ordered_args`)."""
+    refs: dict[tuple[int, ...], str | None] = {}
+
+    def ref_rule(steps: Sequence[int]) -> str | None:
+        key = tuple(steps)
+        if key not in refs:
+            refs[key] = rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in key)) \
+                if key else None
+        return refs[key]
+
+    def call(k: int, i: int, refs_for: RefsFor, tag: str) -> str | None:
+        tool = tools_at[k - 1][i]
+        params = tool.parameters
+
+        def hook(schema: Schema) -> str | None:
+            return None if schema is params else ref_rule(refs_for(schema, params))
+
+        rules.root = params
+        args = (_ordered_args(rules, params, k, lambda s: refs_for(s, params))
+                if ordered else None) or rules.value(params, 0, hook, tag)
+        if args is None:
+            return None
+        return rules.add(f"call{k}_{i}", _call_object("function", tool.qualified_name,
+                                                       "args", args))
+
+    return call
+
+
 def _ref_rule(rules: LarkRules, last: int) -> str | None:
     """A rule admitting the step references `"$1"`..`"$last"` (None when last < 1)."""
     if last < 1:
@@ -289,10 +330,12 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
 _SCALAR = ("number", "integer", "string", "boolean")
 
 
-def _ordered_args(rules: LarkRules, params: Schema, step: int) -> str | None:
+def _ordered_args(rules: LarkRules, params: Schema, step: int,
+                  refs: Callable[[Schema], Sequence[int]] | None = None) -> str | None:
     """The argument object of step `step` in which the step references (`"$1"` ..
-    `"$(step-1)"`) are distinct and ascending in argument order; None where the function's
-    arguments are not all required plain values (the ordinary rules apply there).
+    `"$(step-1)"`; with `refs`, the ones it gives for an argument's schema) are distinct
+    and ascending in argument order; None where the function's arguments are not all
+    required plain values (the ordinary rules apply there).
 
     Why: the default model wrote `subtract("$2", "$1")` after looking up Ashes of Meridian
     and then The Copper Orchard (-241 pages), `divide("$2", "$1")` for Jupiter against
@@ -314,7 +357,8 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int) -> str | None:
         if (idx, last) not in memo:
             name = lit(jtext(keys[idx]) + ": ")
             choices = [(plain[keys[idx]], last)] if plain[keys[idx]] else []
-            choices += [(lit(jtext(f"${j}")), j) for j in range(last + 1, step)]
+            allowed = refs(props[keys[idx]]) if refs else range(1, step)
+            choices += [(lit(jtext(f"${j}")), j) for j in allowed if j > last]
             alts = []
             for value, after in choices:
                 rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""

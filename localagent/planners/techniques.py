@@ -52,6 +52,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | exactly as in the examples, not as the full manual        |
 | ordered       | sequential         | with backrefs: one call's step references are distinct and |
 |               |                    | ascending (`subtract($1, $2)`, not `$2, $1` or `$1, $1`)   |
+| typed         | sequential         | with backrefs: a `$k` stands only where step k's result   |
+|               |                    | fits the argument, as a nested call in a tree plan        |
+|               |                    | (grammar/typed_steps.py)                                  |
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | pipe          | sequential         | after the first step, `input` is never a literal: it comes |
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
@@ -100,6 +103,7 @@ class Techniques:
     numbers: bool = False
     result: bool = False
     ordered: bool = False
+    typed: bool = False
     compact: bool = False
     backrefs: bool = True
     pipe: bool = False
@@ -118,8 +122,8 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, head=False, once=False, nouns=False, shallow=False, numbers=False,
-                          result=False, ordered=False,
+                          answer=False, head=False, once=False, nouns=False, shallow=False,
+                          numbers=False, result=False, ordered=False, typed=False,
                           compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 

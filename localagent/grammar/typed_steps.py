@@ -1,0 +1,168 @@
+"""Step lists whose `$k` references are typed (the sequential planner's `typed` technique).
+
+A step reference `"$k"` may stand only where step k's result fits the argument
+(grammar/types.py `fits`, the rule a nested call obeys in a tree plan). Why: with untyped
+references the default model fed GetDriver's name to `multiply` and a fuel consumption to
+GetSalary (the Ember and Bison goals of the generalisation suite), and a consumption to
+GetDepartment (the Dingo list): plans a tree grammar could not have written.
+
+A context-free grammar cannot look back at which function step k called, so the rule for
+"step k onward" is one rule per *state*: the return class of each earlier step. Tools
+whose results fit the same argument schemas share a class (the suite's ten offered tools
+fall into 2 to 5), so step k has at most C^(k-1) states. To bound the grammar, only the
+first steps' classes are tracked: as many as keep the states under `MAX_STATES`; a step
+after those is untracked, and a reference to it stands wherever any reference may.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from localagent.errors import ConstraintError
+from localagent.grammar.jsonlark import Bounds, LarkRules, Schema
+from localagent.grammar.types import fits
+from localagent.tools.spec import ToolSpec
+
+MAX_STATES = 800
+RefsFor = Callable[[Schema, Schema], list[int]]
+"""Given an argument schema and its tool's parameters, the steps a reference may name."""
+CallRule = Callable[[int, int, RefsFor, str], "str | None"]
+"""Given a step, a tool index, the references it may take and a rule tag: its call rule."""
+UNTRACKED = -1
+
+
+class ReturnClasses:
+    """Tools grouped by the argument schemas their results fit.
+
+    The schemas are the ones the argument rules ask about (`probe`): the same walk over
+    each tool's parameters that builds its rules, so every question the grammar asks has
+    its answer in a class's signature.
+    """
+
+    def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds) -> None:
+        self.probes = _argument_schemas(tools, bounds)
+        sigs = [frozenset(n for n, (schema, root) in enumerate(self.probes)
+                          if fits(schema, tool.returns, root)) for tool in tools]
+        ids: dict[frozenset[int], int] = {}
+        self.of_tool = [ids.setdefault(sig, len(ids)) for sig in sigs]
+        self._sigs = list(ids)
+        self._index = {_key(schema, root): n for n, (schema, root) in enumerate(self.probes)}
+        self._returns = {c: tools[i].returns for i, c in reversed(list(enumerate(self.of_tool)))}
+
+    @property
+    def count(self) -> int:
+        return len(self._sigs)
+
+    def admits(self, schema: Schema, root: Schema, cls: int) -> bool:
+        """Whether a result of class `cls` may stand where `schema` is expected."""
+        if cls == UNTRACKED:
+            return True
+        n = self._index.get(_key(schema, root))
+        if n is None:  # not met by the probe: judge by one tool of the class
+            return fits(schema, self._returns[cls], root)
+        return n in self._sigs[cls]
+
+    def tracked_steps(self, max_steps: int) -> int:
+        """How many leading steps' classes the states record (within MAX_STATES)."""
+        states, tracked = 1, 0
+        while tracked < max_steps - 1 and states + self.count ** (tracked + 1) <= MAX_STATES:
+            tracked += 1
+            states += self.count ** tracked
+        return tracked
+
+
+class TypedSteps:
+    """Builds the subtask list: one rule per (step, state); a state is the classes of the
+    steps so far and, with `groups` (the `nouns` technique), the bit mask of groups
+    called so far. A plan may end on a tool of `last` (None: any), once every group is."""
+
+    def __init__(self, rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
+                 call: CallRule, *, last: set[int] | None = None,
+                 groups: Sequence[set[int]] = (), bounds: Bounds | None = None) -> None:
+        self.rules, self.tools_at, self.call, self.last = rules, tools_at, call, last
+        self.groups = list(groups)
+        probed = list({id(ts): ts for ts in tools_at}.values())
+        self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds)
+        self.of_tool = self.classes.of_tool[:len(tools_at[0])]
+        self.tracked = self.classes.tracked_steps(len(tools_at))
+        self._memo: dict[tuple[int, tuple[int, ...], int], str | None] = {}
+        self._calls: dict[tuple[int, int, tuple], str | None] = {}
+
+    def build(self) -> str:
+        first = self._tail(1, (), 0)
+        if first is None:
+            raise ConstraintError(f"no plan of at most {len(self.tools_at)} steps can end on "
+                                  "a function that may end it"
+                                  + (" and call a function of each needed group"
+                                     if self.groups else ""))
+        return first
+
+    def _tail(self, k: int, state: tuple[int, ...], done: int) -> str | None:
+        key = (k, state, done)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None
+        full = (1 << len(self.groups)) - 1
+        branches: dict[tuple[int, int], list[str]] = {}
+        ends = []
+        for i in range(len(self.tools_at[k - 1])):
+            call = self._call(k, i, state)
+            if call is None:
+                continue
+            after = done | self._covers(i)
+            if after == full and (self.last is None or i in self.last):
+                ends.append(call)
+            cls = self.of_tool[i] if len(state) < self.tracked else UNTRACKED
+            branches.setdefault((cls, after), []).append(call)
+        alts = [" | ".join(ends)] if ends else []
+        if k < len(self.tools_at):
+            for (cls, after), calls in branches.items():
+                rest = self._tail(k + 1, state + (cls,), after)
+                if rest:
+                    alts.append(f'({" | ".join(calls)}) ", " {rest}')
+        self._memo[key] = self.rules.add(f"typed{k}", " | ".join(alts)) if alts else None
+        return self._memo[key]
+
+    def _covers(self, i: int) -> int:
+        return sum(1 << g for g, group in enumerate(self.groups) if i in group)
+
+    def _call(self, k: int, i: int, state: tuple[int, ...]) -> str | None:
+        """Tool i's call rule at step k after `state`; shared by every state in which the
+        same earlier steps may feed it (its `view`)."""
+        tools = self.tools_at[k - 1]
+        params = tools[i].parameters
+        probes = [(s, r) for s, r in self.classes.probes if r is params]
+        view = tuple((j, cls) for j, cls in enumerate(state, 1)
+                     if any(self.classes.admits(s, r, cls) for s, r in probes)
+                     or cls == UNTRACKED)
+        key = (id(tools), i, view)
+        if key not in self._calls:
+            self._calls[key] = None
+
+            def refs_for(schema: Schema, root: Schema) -> list[int]:
+                return [j for j, cls in view if self.classes.admits(schema, root, cls)]
+
+            self._calls[key] = self.call(k, i, refs_for, f"y{len(self._calls)}")
+        return self._calls[key]
+
+
+def _argument_schemas(tools: Sequence[ToolSpec], bounds: Bounds) -> list[tuple[Schema, Schema]]:
+    """(schema, parameters) for every value schema inside each tool's parameters at which
+    an argument rule may take a reference."""
+    seen: list[tuple[Schema, Schema]] = []
+    rules = LarkRules(bounds)
+    for n, tool in enumerate(tools):
+        params = tool.parameters
+
+        def record(schema: Schema, params: Schema = params) -> None:
+            if schema is not params:
+                seen.append((schema, params))
+
+        rules.root = params
+        rules.value(params, 0, record, f"probe{n}")
+    return seen
+
+
+def _key(schema: Schema, root: Schema) -> tuple[str, int]:
+    return json.dumps(schema, sort_keys=True, default=str), id(root)
