@@ -228,12 +228,15 @@ def test_typed_nesting_and_answer_kind_reject_the_wrong_plans_seen_on_the_model(
 def test_sequential_answer_grammar_admits_the_reference_plan_as_steps(task: Task) -> None:
     """The same for the sequential planner: the reference plan flattened into steps
     (inner calls first, `$k` for a result) ends in a step of the kind asked for, and
-    its references are in ascending order (`ordered`) and it calls the functions the
-    goal's possessives and of-phrases name (`nouns`)."""
+    its references are in ascending order (`ordered`), each stands where its step's
+    result fits (`typed`), and it calls the functions the goal's possessives and
+    of-phrases name (`nouns`)."""
     text = _compact({"input": "", "subtasks": flatten(task.solution)})
     for spec in ("mentions+backrefs+answer", "mentions+backrefs+answer+head",
                  "mentions+backrefs+answer+head+named+ordered",
-                 "mentions+backrefs+answer+head+named+nouns+ordered"):
+                 "mentions+backrefs+answer+head+named+nouns+ordered",
+                 "mentions+backrefs+answer+head+named+typed",
+                 "mentions+backrefs+answer+head+named+typed+nouns+ordered"):
         assert matches(_grammar(task, spec, SequentialPlanner), text), (spec, text)
 
 

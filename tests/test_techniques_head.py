@@ -71,7 +71,11 @@ def test_head_roots_name_the_functions_of_the_head() -> None:
     # what shares Yuki's department: a function taking a department
     assert _short(head_roots("Who works in the same department as Yuki?", TOOLS)) == [
         "ListDepartment"]
-    assert head_roots("Who wrote the book Glass Harbour?", TOOLS) is None
+    assert head_roots("Who wrote the book Glass Harbour?", TOOLS) is None  # no GetWriter
+    # a "who" question headed by a verb asks for who does it
+    assert _short(head_roots("Who manages the driver of the vehicle Condor?", TOOLS)) == [
+        "GetManager"]
+    assert _short(head_roots("Who drives the vehicle Bison?", TOOLS)) == ["GetDriver"]
 
 
 def test_narrow_roots_keeps_the_answer_kind_when_nothing_is_left() -> None:
@@ -94,6 +98,10 @@ def test_narrow_roots_keeps_the_answer_kind_when_nothing_is_left() -> None:
      call("League.GetGoals", team="Lynx"),
      call("MathPlugin.divide", value1=call("League.GetGoals", team="Lynx"),
            value2=call("League.GetWins", team="Lynx"))),
+    # the sequential, ReAct and tool-calling plans of stop 17 stopped at the driver
+    ("Who manages the driver of the vehicle Condor?",
+     call("Fleet.GetDriver", vehicle="Condor"),
+     call("Staff.GetManager", name=call("Fleet.GetDriver", vehicle="Condor"))),
 ])
 def test_the_head_grammar_rejects_plans_seen_on_the_model(goal: str, wrong: dict,
                                                           right: dict) -> None:

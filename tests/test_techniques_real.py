@@ -110,14 +110,18 @@ def test_cover_tool_calling_looks_up_the_named_city_before_answering(default_llm
         next(s for s in result.steps if athens[0] in s.get("calls", []))), result.to_dict()
 
 
-def _suite_agent(llm, spec: str, task_id: str):
-    """An agent over the generalisation suite's tools (all 28), and that task's goal."""
+def _suite_agent(llm, spec: str, task_id: str, plugins: tuple[str, ...] = ()):
+    """An agent over the generalisation suite's tools (all 28, or those of `plugins`),
+    and that task's goal."""
+    from dataclasses import replace
+
     from localagent.bench.suite import load_suite
     from localagent.bench.tools import build_registry
 
     suite = load_suite(Path(__file__).resolve().parent.parent / "benchmarks" / "suites"
                        / "generalisation.yaml")
     task = next(t for t in suite.tasks if t.id == task_id)
+    task = replace(task, plugins=plugins) if plugins else task
     return Agent(llm, registry=build_registry(task, llm), settings=PlannerSettings(
         techniques=Techniques.parse(spec))), task
 
@@ -255,3 +259,27 @@ def test_sequential_ordered_and_nouns_shape_the_step_list(default_llm) -> None:
         refs = [int(v["name"]) for v in step["args"].values()
                 if isinstance(v, dict) and v.get("kind") == "ref"]
         assert refs == sorted(set(refs)), steps
+
+
+def test_sequential_typed_references_stand_where_their_results_fit(default_llm) -> None:
+    """Without `typed` (stop 17): GetDepartment($1) of a fuel consumption, then junk steps.
+    Over the plugins the goal is about (as the suite's filter offers them), so every
+    step's class is tracked (grammar/typed_steps.py)."""
+    from localagent.grammar.types import fits
+
+    runner, task = _suite_agent(default_llm, "mentions+answer+head+named+backrefs+typed",
+                                "list-department-of-dingo-driver",
+                                ("plugins/fleet.py", "plugins/staff.py", "MathPlugin"))
+    result = runner.run(task.goal, planner="sequential")
+    assert result.plan is not None and result.validation_failures == 0, result.to_dict()
+    specs = {t.qualified_name: t for t in runner.registry.specs()}
+    steps = result.plan["subtasks"]
+    refs = 0
+    for step in steps:
+        params = specs[step["function"]].parameters
+        for key, value in step["args"].items():
+            if isinstance(value, dict) and value.get("kind") == "ref":
+                source = specs[steps[int(value["name"]) - 1]["function"]]
+                assert fits(params["properties"][key], source.returns, params), steps
+                refs += 1
+    assert refs, steps  # the department is looked up from the driver, not retyped

@@ -63,13 +63,6 @@ class ReturnClasses:
             return fits(schema, self._returns[cls], root)
         return n in self._sigs[cls]
 
-    def tracked_steps(self, max_steps: int) -> int:
-        """How many leading steps' classes the states record (within MAX_STATES)."""
-        states, tracked = 1, 0
-        while tracked < max_steps - 1 and states + self.count ** (tracked + 1) <= MAX_STATES:
-            tracked += 1
-            states += self.count ** tracked
-        return tracked
 
 
 class TypedSteps:
@@ -85,7 +78,7 @@ class TypedSteps:
         probed = list({id(ts): ts for ts in tools_at}.values())
         self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds)
         self.of_tool = self.classes.of_tool[:len(tools_at[0])]
-        self.tracked = self.classes.tracked_steps(len(tools_at))
+        self.tracked = tracked_steps(self.classes.count, len(tools_at))
         self._memo: dict[tuple[int, tuple[int, ...], int], str | None] = {}
         self._calls: dict[tuple[int, int, tuple], str | None] = {}
 
@@ -145,6 +138,16 @@ class TypedSteps:
 
             self._calls[key] = self.call(k, i, refs_for, f"y{len(self._calls)}")
         return self._calls[key]
+
+
+def tracked_steps(classes: int, max_steps: int) -> int:
+    """How many leading steps' classes the states record: the states of a plan's steps
+    (1 + C + C^2 + ... for C classes) stay within MAX_STATES. The last step needs none."""
+    states, tracked = 1, 0
+    while tracked < max_steps - 1 and states + classes ** (tracked + 1) <= MAX_STATES:
+        tracked += 1
+        states += classes ** tracked
+    return tracked
 
 
 def _argument_schemas(tools: Sequence[ToolSpec], bounds: Bounds) -> list[tuple[Schema, Schema]]:
