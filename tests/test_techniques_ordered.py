@@ -54,3 +54,22 @@ def test_sequential_nouns_call_what_the_goal_names(goal: str, wrong: list[dict],
     assert admits_steps(DEFAULT, goal, wrong, start)
     assert not admits_steps(DEFAULT + "+nouns", goal, wrong, start)
     assert admits_steps(DEFAULT + "+nouns", goal, right, start)
+
+
+def test_distinct_rejects_a_repeated_reference_and_keeps_any_order() -> None:
+    """`distinct`: no `divide($1, $1)` (Dev's salary per month = 1); `add($2, $1)` stays,
+    which `ordered` turned into `add($2, 1)` (the moons of Uranus and Neptune)."""
+    spec = DEFAULT + "+distinct"
+    same = [call("Staff.GetSalary", name="Dev"),
+            call("MathPlugin.divide", value1="$1", value2="$1")]
+    assert not admits_steps(spec, DEV, same, "Dev")
+    assert admits_steps(spec, DEV, [same[0], call("MathPlugin.divide", value1="$1",
+                                                  value2=12)], "Dev")
+    moons = "How many moons do Uranus and Neptune have together?"
+    lookups = [call("Planets.GetMoons", planet="Uranus"),
+               call("Planets.GetMoons", planet="Neptune")]
+    swapped = [*lookups, call("MathPlugin.add", value1="$2", value2="$1")]
+    assert admits_steps(spec, moons, swapped, "Uranus")
+    assert not admits_steps(DEFAULT + "+ordered", moons, swapped, "Uranus")
+    for typed in ("+typed", "+typed+ordered"):  # the same through the typed step list
+        assert not admits_steps(spec + typed, DEV, same, "Dev")

@@ -72,8 +72,8 @@ def parser() -> argparse.ArgumentParser:
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default' or "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, cover, "
-        "calls, together, check, answer, head, once, nouns, shallow, numbers, result, ordered, typed, "
-        "compact, backrefs, pipe, named, replan=N, vote=K), "
+        "calls, together, check, answer, head, once, nouns, shallow, numbers, result, ordered, "
+        "distinct, typed, compact, backrefs, pipe, named, replan=N, vote=K), "
         "e.g. 'plain;reasoning;reasoning+replan=2'",
     )
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")

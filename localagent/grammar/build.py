@@ -132,8 +132,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
                     roots: Sequence[str] | None = None, pipe: bool = False,
                     must: Sequence[str] = (), inputs: Sequence[str] | None = None,
-                    ordered: bool = False, needs: Sequence[Sequence[str]] = (),
-                    typed: bool = False,
+                    ordered: bool = False, distinct: bool = False,
+                    needs: Sequence[Sequence[str]] = (), typed: bool = False,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -149,7 +149,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     plan's "input" (its starting text) may take (None: any bounded string).
     `ordered` (with backward refs): the step references of one call are distinct and
     ascending (`subtract("$1", "$2")`, never `"$2", "$1"` or `"$1", "$1"`), for a function
-    whose arguments are all required and plain values (`_ordered_args`).
+    whose arguments are all required and plain values (`_ordered_args`). `distinct`:
+    only distinct, in any order.
     `needs`: groups of qualified names; the plan calls at least one function of each
     group (`_needed_steps`; not with `must`).
     `typed` (with backward refs, not with `must`): a `$k` stands only where step k's
@@ -164,6 +165,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                "roots": None if roots is None else sorted(roots), "pipe": pipe,
                "must": list(must), "inputs": None if inputs is None else list(inputs),
                "ordered": ordered and refs == "backward",
+               "distinct": distinct and refs == "backward",
                "needs": [sorted(g) for g in needs],
                "typed": typed and refs == "backward" and not must}
     index = {t.qualified_name: i for i, t in enumerate(tools)}
@@ -174,6 +176,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     if any(not g for g in groups):
         raise ConstraintError(f"a group of needed functions has none offered: {list(needs)}")
 
+    order = ("ascending" if options["ordered"] else "distinct" if options["distinct"] else "")
+
     def build() -> str:
         rules = LarkRules(bounds)
         text = steps_reasoning(rules, tools, max_steps) if reasoning_steps else (
@@ -182,13 +186,13 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
         if options["typed"]:
             tools_at = [_piped_after(tools, 2) if pipe else tools] * max_steps
             tools_at[0] = tools
-            call = _typed_call(rules, tools_at, options["ordered"])
+            call = _typed_call(rules, tools_at, order)
             subtasks = TypedSteps(rules, tools_at, call, last=last, groups=groups).build()
         elif refs == "backward" or pipe or needed or groups:
             steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
                                  _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
                                  if refs != "none" else None, last,
-                                 ordered=options["ordered"])
+                                 order=order)
                      for k in range(1, max_steps + 1)]
             subtasks = (_recipe_steps(rules, steps, needed, last) if needed
                         else _needed_steps(rules, steps, groups, last) if groups
@@ -248,9 +252,10 @@ def _piped_after(tools: Sequence[ToolSpec], step: int) -> Sequence[ToolSpec]:
 
 
 def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
-                ordered: bool) -> CallRule:
+                order: str) -> CallRule:
     """The call rules `TypedSteps` asks for: tool i at step k, whose references may name
-    only the steps `refs_for` gives (`ordered`: distinct and ascending, `_ordered_args`)."""
+    only the steps `refs_for` gives (`order`: "ascending" or "distinct", `_ordered_args`;
+    "": any)."""
     refs: dict[tuple[int, ...], str | None] = {}
 
     def ref_rule(steps: Sequence[int]) -> str | None:
@@ -268,8 +273,9 @@ def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
             return None if schema is params else ref_rule(refs_for(schema, params))
 
         rules.root = params
-        args = (_ordered_args(rules, params, k, lambda s: refs_for(s, params))
-                if ordered else None) or rules.value(params, 0, hook, tag)
+        args = (_ordered_args(rules, params, k, lambda s: refs_for(s, params),
+                              ascending=order == "ascending")
+                if order else None) or rules.value(params, 0, hook, tag)
         if args is None:
             return None
         return rules.add(f"call{k}_{i}", _call_object("function", tool.qualified_name,
@@ -296,10 +302,11 @@ class StepRules(NamedTuple):
 
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
                 ref: str | None, last: set[int] | None = None, *,
-                ordered: bool = False) -> StepRules:
+                order: str = "") -> StepRules:
     """Rules for one subtask, and for the plan's last subtask: any tool with its own
     arguments (the last one: only the tools in `last`, when given), refs where given
-    (`ordered`: `$1`..`$(step-1)`, distinct and ascending within the call)."""
+    (`order`: `$1`..`$(step-1)` distinct, and "ascending" or only "distinct", within
+    the call)."""
     heads, finals, calls = [], [], {}
     for i, tool in enumerate(tools):
         params = tool.parameters
@@ -308,7 +315,8 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
             return None if schema is params else ref
 
         rules.root = params
-        args = (_ordered_args(rules, params, step) if ordered and ref else None) or \
+        args = (_ordered_args(rules, params, step, ascending=order == "ascending")
+                if order and ref else None) or \
             rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
         if args is None:  # e.g. an enum narrowed to nothing and no reference allowed here
             continue
@@ -331,16 +339,19 @@ _SCALAR = ("number", "integer", "string", "boolean")
 
 
 def _ordered_args(rules: LarkRules, params: Schema, step: int,
-                  refs: Callable[[Schema], Sequence[int]] | None = None) -> str | None:
+                  refs: Callable[[Schema], Sequence[int]] | None = None,
+                  ascending: bool = True) -> str | None:
     """The argument object of step `step` in which the step references (`"$1"` ..
     `"$(step-1)"`; with `refs`, the ones it gives for an argument's schema) are distinct
-    and ascending in argument order; None where the function's arguments are not all
-    required plain values (the ordinary rules apply there).
+    and (`ascending`) in ascending argument order; None where the function's arguments
+    are not all required plain values (the ordinary rules apply there).
 
     Why: the default model wrote `subtract("$2", "$1")` after looking up Ashes of Meridian
     and then The Copper Orchard (-241 pages), `divide("$2", "$1")` for Jupiter against
     Earth, and `divide("$1", "$1")` for Dev's monthly salary. Its lookups come in the
     goal's order, and the goal's order is the operands' order ("more ... than").
+    Distinct alone (`distinct`) keeps `add("$2", "$1")`, which `ascending` turned into
+    `add("$2", 1)` for the moons of Uranus and Neptune.
     """
     props: dict[str, Schema] = params.get("properties") or {}
     keys = list(props)
@@ -350,24 +361,26 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int,
                 & set(props[k]))) for k in keys)):
         return None
     plain = {k: rules.value(props[k], 1, None, "") for k in keys}
-    memo: dict[tuple[int, int], str | None] = {}
+    memo: dict[tuple[int, frozenset[int]], str | None] = {}
 
-    def tail(idx: int, last: int) -> str | None:
-        """Arguments keys[idx:] when the highest reference so far is `last`."""
-        if (idx, last) not in memo:
+    def tail(idx: int, used: frozenset[int]) -> str | None:
+        """Arguments keys[idx:] when the references so far are `used`."""
+        if (idx, used) not in memo:
             name = lit(jtext(keys[idx]) + ": ")
-            choices = [(plain[keys[idx]], last)] if plain[keys[idx]] else []
+            choices = [(plain[keys[idx]], used)] if plain[keys[idx]] else []
             allowed = refs(props[keys[idx]]) if refs else range(1, step)
-            choices += [(lit(jtext(f"${j}")), j) for j in allowed if j > last]
+            floor = max(used, default=0) if ascending else 0
+            choices += [(lit(jtext(f"${j}")), used | {j}) for j in allowed
+                        if j > floor and j not in used]
             alts = []
             for value, after in choices:
                 rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""
                 if rest is not None:
                     alts.append(f'{name} {value} ", " {rest}' if rest else f"{name} {value}")
-            memo[idx, last] = rules.add("oargs", " | ".join(alts)) if alts else None
-        return memo[idx, last]
+            memo[idx, used] = rules.add("oargs", " | ".join(alts)) if alts else None
+        return memo[idx, used]
 
-    first = tail(0, 0)
+    first = tail(0, frozenset())
     return rules.add("ordered", f'"{{" {first} "}}"') if first else None
 
 

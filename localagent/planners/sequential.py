@@ -97,7 +97,7 @@ class SequentialPlanner:
         options: dict = {"max_steps": MAX_STEPS, "bounds": BOUNDS, "pipe": t.pipe,
                          "refs": "backward" if t.backrefs else "any", "reasoning_steps": t.steps,
                          "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0,
-                 "ordered": t.ordered, "typed": t.typed}
+                         "ordered": t.ordered, "distinct": t.distinct, "typed": t.typed}
         asked = self._asked(goal)
         if asked and tools is not None:  # a recipe: a pure pipe, from a phrase of the goal
             options.update(must=asked.required, inputs=asked.phrases, pipe=True)

@@ -52,6 +52,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | exactly as in the examples, not as the full manual        |
 | ordered       | sequential         | with backrefs: one call's step references are distinct and |
 |               |                    | ascending (`subtract($1, $2)`, not `$2, $1` or `$1, $1`)   |
+| distinct      | sequential         | with backrefs: one call's step references are distinct     |
+|               |                    | (`divide($1, 12)`, not `$1, $1`), in any order            |
 | typed         | sequential         | with backrefs: a `$k` stands only where step k's result   |
 |               |                    | fits the argument, as a nested call in a tree plan        |
 |               |                    | (grammar/typed_steps.py)                                  |
@@ -103,6 +105,7 @@ class Techniques:
     numbers: bool = False
     result: bool = False
     ordered: bool = False
+    distinct: bool = False
     typed: bool = False
     compact: bool = False
     backrefs: bool = True
@@ -123,7 +126,8 @@ class Techniques:
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
                           answer=False, head=False, once=False, nouns=False, shallow=False,
-                          numbers=False, result=False, ordered=False, typed=False,
+                          numbers=False, result=False, ordered=False, distinct=False,
+                          typed=False,
                           compact=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
