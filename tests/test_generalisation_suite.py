@@ -236,7 +236,8 @@ def test_sequential_answer_grammar_admits_the_reference_plan_as_steps(task: Task
                  "mentions+backrefs+answer+head+named+ordered",
                  "mentions+backrefs+answer+head+named+nouns+ordered",
                  "mentions+backrefs+answer+head+named+typed",
-                 "mentions+backrefs+answer+head+named+typed+nouns+ordered"):
+                 "mentions+backrefs+answer+head+named+typed+nouns+ordered",
+                 "mentions+backrefs+answer+head+named+typed+distinct"):
         assert matches(_grammar(task, spec, SequentialPlanner), text), (spec, text)
 
 

@@ -184,7 +184,7 @@ def test_each_planner_has_its_measured_default(registry) -> None:
         answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
         numbers=True)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        answer=True, named=True, head=True)
+        answer=True, named=True, head=True, typed=True, distinct=True)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from suite_grammar import admits_steps, call
 
-DEFAULT = "mentions+answer+head+named+backrefs"
+BASE = "mentions+answer+head+named+backrefs"  # the default of stop 17
 PAGES = "How many more pages does Ashes of Meridian have than The Copper Orchard?"
 LOOKUPS = [call("BookLibrary.GetPages", title="Ashes of Meridian"),
            call("BookLibrary.GetPages", title="The Copper Orchard")]
@@ -22,12 +22,12 @@ DEV = "What is Dev's salary per month, if the yearly salary is paid in 12 equal 
 ])
 def test_ordered_rejects_the_plans_seen_on_the_model(goal: str, steps: list[dict],
                                                      start: str) -> None:
-    assert admits_steps(DEFAULT, goal, steps, start)
-    assert not admits_steps(DEFAULT + "+ordered", goal, steps, start)
+    assert admits_steps(BASE, goal, steps, start)
+    assert not admits_steps(BASE + "+ordered", goal, steps, start)
 
 
 def test_ordered_admits_references_in_goal_order_and_literals() -> None:
-    spec = DEFAULT + "+ordered"
+    spec = BASE + "+ordered"
     right = [*LOOKUPS, call("MathPlugin.subtract", value1="$1", value2="$2")]
     assert admits_steps(spec, PAGES, right, "Ashes of Meridian")
     # a literal beside a reference, and a reference to a step that is not the last one
@@ -51,15 +51,15 @@ def test_ordered_admits_references_in_goal_order_and_literals() -> None:
 def test_sequential_nouns_call_what_the_goal_names(goal: str, wrong: list[dict],
                                                    right: list[dict], start: str) -> None:
     """`nouns` in step plans: "per win" needs GetWins, "the manager of" GetManager."""
-    assert admits_steps(DEFAULT, goal, wrong, start)
-    assert not admits_steps(DEFAULT + "+nouns", goal, wrong, start)
-    assert admits_steps(DEFAULT + "+nouns", goal, right, start)
+    assert admits_steps(BASE, goal, wrong, start)
+    assert not admits_steps(BASE + "+nouns", goal, wrong, start)
+    assert admits_steps(BASE + "+nouns", goal, right, start)
 
 
 def test_distinct_rejects_a_repeated_reference_and_keeps_any_order() -> None:
     """`distinct`: no `divide($1, $1)` (Dev's salary per month = 1); `add($2, $1)` stays,
     which `ordered` turned into `add($2, 1)` (the moons of Uranus and Neptune)."""
-    spec = DEFAULT + "+distinct"
+    spec = BASE + "+distinct"
     same = [call("Staff.GetSalary", name="Dev"),
             call("MathPlugin.divide", value1="$1", value2="$1")]
     assert not admits_steps(spec, DEV, same, "Dev")
@@ -70,6 +70,6 @@ def test_distinct_rejects_a_repeated_reference_and_keeps_any_order() -> None:
                call("Planets.GetMoons", planet="Neptune")]
     swapped = [*lookups, call("MathPlugin.add", value1="$2", value2="$1")]
     assert admits_steps(spec, moons, swapped, "Uranus")
-    assert not admits_steps(DEFAULT + "+ordered", moons, swapped, "Uranus")
+    assert not admits_steps(BASE + "+ordered", moons, swapped, "Uranus")
     for typed in ("+typed", "+typed+ordered"):  # the same through the typed step list
         assert not admits_steps(spec + typed, DEV, same, "Dev")

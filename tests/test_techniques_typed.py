@@ -8,10 +8,15 @@ import pytest
 from suite_grammar import TOOLS, admits_steps, call
 
 from localagent.grammar.jsonlark import Bounds
-from localagent.grammar.typed_steps import MAX_STATES, ReturnClasses, tracked_steps
+from localagent.grammar.typed_steps import (
+    MAX_CALL_RULES,
+    ReturnClasses,
+    state_count,
+    tracked_steps,
+)
 
-DEFAULT = "mentions+answer+head+named+backrefs"
-TYPED = DEFAULT + "+typed"
+BASE = "mentions+answer+head+named+backrefs"  # the default of stop 17
+TYPED = BASE + "+typed"
 EMBER = "What is the yearly salary of the person who drives the vehicle Ember?"
 DINGO = "Who works in the same department as the driver of the vehicle Dingo?"
 
@@ -28,12 +33,12 @@ def _ember(salary_of: str) -> list[dict]:
 def test_typed_rejects_a_number_where_a_name_belongs() -> None:
     """Seen: GetSalary($1) after GetConsumption(Ember) = 8.5, and GetDepartment of a
     consumption (Dingo)."""
-    assert admits_steps(DEFAULT, EMBER, _ember("$1"), "Ember")
+    assert admits_steps(BASE, EMBER, _ember("$1"), "Ember")
     assert not admits_steps(TYPED, EMBER, _ember("$1"), "Ember")
     dingo = [call("Fleet.GetConsumption", vehicle="Dingo"),
              call("Staff.GetDepartment", name="$1"),
              call("Staff.ListDepartment", department="$2")]
-    assert admits_steps(DEFAULT, DINGO, dingo, "Dingo")
+    assert admits_steps(BASE, DINGO, dingo, "Dingo")
     assert not admits_steps(TYPED, DINGO, dingo, "Dingo")
 
 
@@ -41,7 +46,7 @@ def test_typed_rejects_a_name_in_arithmetic() -> None:
     """Seen: multiply($2, $3) with $2 = GetDriver(Ember), a person."""
     steps = _ember("$2")
     steps[3] = call("MathPlugin.multiply", value1="$2", value2="$3")
-    assert admits_steps(DEFAULT, EMBER, steps, "Ember")
+    assert admits_steps(BASE, EMBER, steps, "Ember")
     assert not admits_steps(TYPED, EMBER, steps, "Ember")
 
 
@@ -76,9 +81,15 @@ def test_return_classes_group_tools_by_the_arguments_their_results_fit() -> None
     assert of["ListBooksBy"] == of["ListDepartment"]  # a list fits no argument here
 
 
-@pytest.mark.parametrize("count", [2, 5, 9, 30])
-def test_tracked_steps_keep_the_states_under_the_bound(count: int) -> None:
-    tracked = tracked_steps(count, 6)
-    states = sum(count ** t for t in range(tracked + 1))
-    assert states <= MAX_STATES
-    assert tracked == 5 or states + count ** (tracked + 1) > MAX_STATES
+@pytest.mark.parametrize(("classes", "slots"), [(2, 14), (5, 14), (9, 34), (2, 4286)])
+def test_tracked_steps_keep_the_call_rules_under_the_bound(classes: int, slots: int) -> None:
+    tracked = tracked_steps(classes, 6, slots)
+    assert tracked == 0 or slots * state_count(classes, tracked, 6) <= MAX_CALL_RULES
+    assert tracked == 5 or slots * state_count(classes, tracked + 1, 6) > MAX_CALL_RULES
+
+
+def test_the_suite_tracks_four_steps_of_five_classes() -> None:
+    """What the module docstring promises for the generalisation suite's sizes."""
+    assert tracked_steps(5, 6, 14) == 4
+    assert tracked_steps(9, 6, 34) == 2
+    assert tracked_steps(2, 6, 4286) == 0

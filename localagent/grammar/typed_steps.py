@@ -9,9 +9,13 @@ GetDepartment (the Dingo list): plans a tree grammar could not have written.
 A context-free grammar cannot look back at which function step k called, so the rule for
 "step k onward" is one rule per *state*: the return class of each earlier step. Tools
 whose results fit the same argument schemas share a class (the suite's ten offered tools
-fall into 2 to 5), so step k has at most C^(k-1) states. To bound the grammar, only the
-first steps' classes are tracked: as many as keep the states under `MAX_STATES`; a step
-after those is untracked, and a reference to it stands wherever any reference may.
+fall into 2 to 5), so step k has at most C^(k-1) states, each with a call rule per tool.
+To bound the grammar, only the first steps' classes are tracked: as many as keep the
+states times the argument slots of every tool (`tracked_steps`) within `MAX_CALL_RULES`;
+a step after those is untracked, and a reference to it stands wherever any reference may.
+So the suite's ten tools (14 slots) in 5 classes are tracked for 4 steps of 6, its 28
+tools (34 slots, 9 classes) for 2; where not even one step can be tracked (200 tools),
+`typed` changes nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from localagent.grammar.jsonlark import Bounds, LarkRules, Schema
 from localagent.grammar.types import fits
 from localagent.tools.spec import ToolSpec
 
-MAX_STATES = 800
+MAX_CALL_RULES = 20_000
 RefsFor = Callable[[Schema, Schema], list[int]]
 """Given an argument schema and its tool's parameters, the steps a reference may name."""
 CallRule = Callable[[int, int, RefsFor, str], "str | None"]
@@ -42,13 +46,26 @@ class ReturnClasses:
 
     def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds) -> None:
         self.probes = _argument_schemas(tools, bounds)
-        sigs = [frozenset(n for n, (schema, root) in enumerate(self.probes)
-                          if fits(schema, tool.returns, root)) for tool in tools]
+        by_returns: dict[str, frozenset[int]] = {}  # tools returning alike fit alike
+        for tool in tools:
+            text = json.dumps(tool.returns, sort_keys=True, default=str)
+            if text not in by_returns:
+                by_returns[text] = frozenset(n for n, (schema, root) in enumerate(self.probes)
+                                             if fits(schema, tool.returns, root))
         ids: dict[frozenset[int], int] = {}
-        self.of_tool = [ids.setdefault(sig, len(ids)) for sig in sigs]
+        self.of_tool = [ids.setdefault(by_returns[json.dumps(t.returns, sort_keys=True,
+                                                             default=str)], len(ids))
+                        for t in tools]
         self._sigs = list(ids)
         self._index = {_key(schema, root): n for n, (schema, root) in enumerate(self.probes)}
+        self._of_params: dict[int, list[tuple[Schema, Schema]]] = {}
+        for schema, root in self.probes:
+            self._of_params.setdefault(id(root), []).append((schema, root))
         self._returns = {c: tools[i].returns for i, c in reversed(list(enumerate(self.of_tool)))}
+
+    def probes_of(self, params: Schema) -> list[tuple[Schema, Schema]]:
+        """The probed schemas inside one tool's parameters."""
+        return self._of_params.get(id(params), [])
 
     @property
     def count(self) -> int:
@@ -78,9 +95,11 @@ class TypedSteps:
         probed = list({id(ts): ts for ts in tools_at}.values())
         self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds)
         self.of_tool = self.classes.of_tool[:len(tools_at[0])]
-        self.tracked = tracked_steps(self.classes.count, len(tools_at))
+        hooks = sum(max(1, len(self.classes.probes_of(t.parameters))) for t in tools_at[-1])
+        self.tracked = tracked_steps(self.classes.count, len(tools_at), hooks << len(self.groups))
         self._memo: dict[tuple[int, tuple[int, ...], int], str | None] = {}
         self._calls: dict[tuple[int, int, tuple], str | None] = {}
+        self._views: dict[tuple, int] = {}
 
     def build(self) -> str:
         first = self._tail(1, (), 0)
@@ -125,10 +144,9 @@ class TypedSteps:
         same earlier steps may feed it (its `view`)."""
         tools = self.tools_at[k - 1]
         params = tools[i].parameters
-        probes = [(s, r) for s, r in self.classes.probes if r is params]
-        view = tuple((j, cls) for j, cls in enumerate(state, 1)
-                     if any(self.classes.admits(s, r, cls) for s, r in probes)
-                     or cls == UNTRACKED)
+        probes = self.classes.probes_of(params)
+        view = tuple((j, cls) for j, cls in enumerate(state, 1) if probes and (
+            cls == UNTRACKED or any(self.classes.admits(s, r, cls) for s, r in probes)))
         key = (id(tools), i, view)
         if key not in self._calls:
             self._calls[key] = None
@@ -136,17 +154,26 @@ class TypedSteps:
             def refs_for(schema: Schema, root: Schema) -> list[int]:
                 return [j for j, cls in view if self.classes.admits(schema, root, cls)]
 
-            self._calls[key] = self.call(k, i, refs_for, f"y{len(self._calls)}")
+            # rules of equal argument schemas are shared by every tool with this view
+            tag = f"y{self._views.setdefault(view, len(self._views))}"
+            self._calls[key] = self.call(k, i, refs_for, tag)
         return self._calls[key]
 
 
-def tracked_steps(classes: int, max_steps: int) -> int:
-    """How many leading steps' classes the states record: the states of a plan's steps
-    (1 + C + C^2 + ... for C classes) stay within MAX_STATES. The last step needs none."""
-    states, tracked = 1, 0
-    while tracked < max_steps - 1 and states + classes ** (tracked + 1) <= MAX_STATES:
+def state_count(classes: int, tracked: int, max_steps: int) -> int:
+    """The states of a step list whose first `tracked` steps' classes are recorded:
+    C^(k-1) for step k, no more than C^tracked."""
+    return sum(classes ** min(k, tracked) for k in range(max_steps))
+
+
+def tracked_steps(classes: int, max_steps: int, rules_per_state: int) -> int:
+    """How many leading steps' classes the states record: the most for which every state
+    times `rules_per_state` (the tools, times 2^groups with `nouns`) stays within
+    MAX_CALL_RULES (0: none). The last step's class is never needed."""
+    tracked = 0
+    while (tracked < max_steps - 1 and rules_per_state
+           * state_count(classes, tracked + 1, max_steps) <= MAX_CALL_RULES):
         tracked += 1
-        states += classes ** tracked
     return tracked
 
 

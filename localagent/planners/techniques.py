@@ -203,6 +203,8 @@ class Techniques:
 # Stop 17: tool calling takes `cover`, `calls`, `head`, `nouns` and the new `result`
 # (8/24 -> 20/24 on the even half of the generalisation suite at 0.98x the tokens; 36/47
 # on both halves), ReAct `grounded` and `result` (31/47 -> 33/47 at 0.98x the tokens).
+# Stop 18: the sequential planner takes `typed` and `distinct` (30/47 -> 34/47 with the
+# verb head of `head`; docs/BENCHMARKS.md, "Stop 18").
 PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True,
                                                                cover=True, calls=True,
                                                                head=True, nouns=True,
@@ -215,7 +217,8 @@ PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, ch
                                                               nouns=True, shallow=True,
                                                               numbers=True),
                                            "sequential": Techniques(answer=True, named=True,
-                                                                    head=True)}
+                                                                    head=True, typed=True,
+                                                                    distinct=True)}
 
 
 def default_techniques(planner: str) -> Techniques:
