@@ -145,6 +145,12 @@ def compile_times(llm: Any) -> list[tuple[str, int, float, float]]:
                 processor_for(_constraint(fmt, tools), llm._llama)
                 timings.append(time.perf_counter() - start)
             rows.append((fmt, n, timings[0], timings[1]))
+        for label, typed in (("seq backrefs", False), ("seq +typed", True)):
+            # the sequential planner's step lists with backward references, untyped and
+            # typed (grammar/typed_steps.py), measured side by side
+            start = time.perf_counter()
+            processor_for(G.sequential_plan(tools, refs="backward", typed=typed), llm._llama)
+            rows.append((label, n, time.perf_counter() - start, 0.0))
     start = time.perf_counter()
     processor_for(G.tree_plan(hostile_tools(200)), llm._llama)
     rows.append(("tree (hostile)", 200, time.perf_counter() - start, 0.0))
