@@ -81,7 +81,6 @@ class ReturnClasses:
         return n in self._sigs[cls]
 
 
-
 class TypedSteps:
     """Builds the subtask list: one rule per (step, state); a state is the classes of the
     steps so far and, with `groups` (the `nouns` technique), the bit mask of groups

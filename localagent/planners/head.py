@@ -141,8 +141,9 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
         roots = [t for t in tools if any(_same_word(same.group(1), p)
                                          for p in t.parameters.get("required", []))]
     else:
-        noun = head_noun(goal) or head_verb(goal)
-        roots = [t for t in tools if noun and says(t, noun)]
+        noun = head_noun(goal)
+        words = noun or head_verb(goal)  # "who manages": one value, whatever its -s
+        roots = [t for t in tools if words and says(t, words)]
         if answer_kind(goal) != "number":  # "how many books": a count, not a list
             plural = noun[-1].endswith("s") and not noun[-1].endswith("ss") if noun else False
             roots = [t for t in roots if _returns_list(t) == plural] or roots
