@@ -24,6 +24,7 @@ def test_ordered_rejects_the_plans_seen_on_the_model(goal: str, steps: list[dict
                                                      start: str) -> None:
     assert admits_steps(BASE, goal, steps, start)
     assert not admits_steps(BASE + "+ordered", goal, steps, start)
+    assert not admits_steps(BASE + "+typed+ordered", goal, steps, start)
 
 
 def test_ordered_admits_references_in_goal_order_and_literals() -> None:
