@@ -462,6 +462,35 @@ def test_calls_react_must_call_each_named_function_before_answering() -> None:
     assert matches(off.requests[1].constraint, early)
 
 
+def test_calls_a_self_mapping_function_named_twice_is_called_twice() -> None:
+    """"Who is the manager of Leena's manager?": seen on ReAct and tool calling, the
+    answer Ingrid (Leena's manager) after one GetManager. "Dev's salary ... the yearly
+    salary" names one lookup twice: GetSalary maps a name to a number, once is enough."""
+    from localagent.bench.tools import build_registry
+    from localagent.planners.coverage import Coverage, named_functions
+    from localagent.planners.react import ReactPlanner
+
+    task = staff_task()
+    registry = build_registry(task)
+    tools = registry.specs()
+    leena = "Who is the manager of Leena's manager?"
+    assert named_functions(leena, tools) == ["Staff.GetManager", "Staff.GetManager"]
+    dev = "What is Dev's salary per month, if the yearly salary is paid in 12 equal parts?"
+    assert named_functions(dev, tools) == ["Staff.GetSalary"]
+    coverage = Coverage.of(leena, tools, on=False, calls=True)
+    coverage.record({"name": "Leena"}, "Staff.GetManager")
+    assert [t.name for t in coverage.must_call(tools)] == ["GetManager"]
+    coverage.record({"name": "Ingrid"}, "Staff.GetManager")
+    assert coverage.must_call(tools) == []
+    first = 'Thought: t\nAction: Staff.GetManager\nAction Input: {"name": "Leena"}'
+    early = "Thought: t\nFinal Answer: Ingrid"
+    second = 'Thought: t\nAction: Staff.GetManager\nAction Input: {"name": "Ingrid"}'
+    llm = ScriptedLLM([first, second, "Thought: t\nFinal Answer: Tomasz"])
+    ReactPlanner(llm, tools, PlannerSettings(techniques=Techniques.parse(
+        "mentions+calls"))).run(leena, Executor(registry))
+    assert not matches(llm.requests[1].constraint, early)
+
+
 def test_calls_tool_calling_must_call_each_named_function_before_answering() -> None:
     from localagent.bench.tools import build_registry
     from localagent.planners.tool_calling import ToolCallingPlanner

@@ -22,20 +22,26 @@ calling until the last allowed step, where any answer is admitted again.
 in?" answered "Tomasz" after Staff.GetManager. The goal names the functions it needs by
 their telling words ("department", "manager": named.py), so until each was called the
 loop may not answer. A function that cannot be called yet (its key argument narrowed to
-nothing by `mentions` until an observation names one) does not hold the loop up.
+nothing by `mentions` until an observation names one) does not hold the loop up. A
+function mapping a thing to its own kind that the goal names twice ("the manager of
+Leena's manager") must be called twice: seen, ReAct and tool calling answered Leena's
+manager after one GetManager. (Other functions named twice name one lookup twice: "Dev's
+salary ... the yearly salary"; two lookups of different values are `cover`'s matter.)
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from localagent.grammar.types import string_enum
 from localagent.planners.grounding import asks_for_text
-from localagent.planners.head import head_roots
-from localagent.planners.named import functions_named
+from localagent.planners.head import head_roots, says_count
+from localagent.planners.named import functions_named, unquoted
+from localagent.planners.nesting import maps_to_own_kind
 from localagent.planners.nouns import needed_functions
 from localagent.tools.spec import ToolSpec
 
@@ -149,8 +155,12 @@ def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolS
 
 def named_functions(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions `goal` names by the telling words of their names ("department" and
-    "manager" in "What department does Ingrid's manager work in?"), in goal order."""
-    return [t.qualified_name for t in functions_named(goal, tools)]
+    "manager" in "What department does Ingrid's manager work in?"), in goal order; one
+    mapping a thing to its own kind and named twice ("the manager of Leena's manager")
+    is listed twice."""
+    words = re.findall(r"[a-z0-9']+", unquoted(goal).lower())
+    return [t.qualified_name for t in functions_named(goal, tools)
+            for _ in range(says_count(t, words) if maps_to_own_kind(t) else 1)]
 
 
 def callable_now(tool: ToolSpec) -> bool:
@@ -170,7 +180,7 @@ class Coverage:
     named: list[str]
     functions: list[str] = field(default_factory=list)
     used: set[str] = field(default_factory=set)
-    called: set[str] = field(default_factory=set)
+    called: Counter[str] = field(default_factory=Counter)  # calls per function
     needs: list[list[str]] = field(default_factory=list)  # call one function of each
     last: list[str] = field(default_factory=list)  # then one of these (`head`)
     fresh: bool = False  # `result`: the head's call counts only as the latest call
@@ -197,13 +207,13 @@ class Coverage:
 
     def record(self, args: dict[str, Any], function: str) -> None:
         self.used.update(_strings(args))
-        self.called.add(function)
+        self.called[function] += 1
         self.latest = function
 
     def _head_called(self) -> bool:
         if self.fresh:
             return self.latest in self.last
-        return bool(self.called.intersection(self.last))
+        return any(self.called[f] for f in self.last)
 
     def finished(self, pending: Sequence[ToolSpec]) -> bool:
         """With `result` and `head`: nothing is pending (`pending`: what `must_call`
@@ -216,9 +226,9 @@ class Coverage:
         take a named value no call used yet, and the named functions not called yet
         (`tools` as the step may call them; one that cannot be called now is left out)."""
         must = tools_taking(tools, _uncovered(self.named, self.used)) if self.named else []
-        waiting = set(self.functions) - self.called
+        waiting = {f for f, times in Counter(self.functions).items() if self.called[f] < times}
         for group in self.needs:
-            waiting |= set() if self.called.intersection(group) else set(group)
+            waiting |= set() if any(self.called[f] for f in group) else set(group)
         must += [t for t in tools if t.qualified_name in waiting and t not in must]
         must = [t for t in must if callable_now(t)]
         if not must and self.last and not self._head_called():

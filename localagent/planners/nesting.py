@@ -51,7 +51,7 @@ def no_self_nesting(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
             if len(t.parameters.get("required", [])) == 1 and says_count(t, words) < 2]
 
 
-def _maps_to_own_kind(tool: ToolSpec) -> bool:
+def maps_to_own_kind(tool: ToolSpec) -> bool:
     """One required argument, and the result fits it (GetManager: a name to a name)."""
     required = tool.parameters.get("required", [])
     props = tool.parameters.get("properties", {})
@@ -62,7 +62,7 @@ def _maps_to_own_kind(tool: ToolSpec) -> bool:
 def unnamed_self_maps(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions mapping a thing to one of its own kind that `goal` does not name."""
     words = _words(goal)
-    return [t.qualified_name for t in tools if _maps_to_own_kind(t) and not says_count(t, words)]
+    return [t.qualified_name for t in tools if maps_to_own_kind(t) and not says_count(t, words)]
 
 
 def arithmetic(tools: Sequence[ToolSpec]) -> list[str]:
