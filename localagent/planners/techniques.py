@@ -23,6 +23,7 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | call (grammar/covering.py)                                |
 | calls         | react, tools       | no answer until every function the goal names by its      |
 |               |                    | name's words ("department", "manager") was called         |
+|               |                    | (a self-map named twice, "X's manager's manager": twice)  |
 | together      | tree               | as cover, and values the goal lists together ("C, F") are |
 |               |                    | combined in one call first (grammar/covering.py)          |
 | check         | tools              | a goal stating a condition ("if") calls a yes/no function |
