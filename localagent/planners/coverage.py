@@ -40,8 +40,8 @@ from typing import Any
 from localagent.grammar.types import string_enum
 from localagent.planners.grounding import asks_for_text
 from localagent.planners.head import head_roots, says_count
-from localagent.planners.named import functions_named, unquoted
-from localagent.planners.nesting import maps_to_own_kind
+from localagent.planners.named import functions_named
+from localagent.planners.nesting import goal_words, maps_to_own_kind
 from localagent.planners.nouns import needed_functions
 from localagent.tools.spec import ToolSpec
 
@@ -158,7 +158,7 @@ def named_functions(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     "manager" in "What department does Ingrid's manager work in?"), in goal order; one
     mapping a thing to its own kind and named twice ("the manager of Leena's manager")
     is listed twice."""
-    words = re.findall(r"[a-z0-9']+", unquoted(goal).lower())
+    words = goal_words(goal)
     return [t.qualified_name for t in functions_named(goal, tools)
             for _ in range(says_count(t, words) if maps_to_own_kind(t) else 1)]
 

@@ -40,13 +40,14 @@ from localagent.planners.named import unquoted
 from localagent.tools.spec import ToolSpec
 
 
-def _words(goal: str) -> list[str]:
+def goal_words(goal: str) -> list[str]:
+    """The goal's words, lower case, quoted text aside (what `says_count` counts in)."""
     return re.findall(r"[a-z0-9]+", unquoted(goal).lower())
 
 
 def no_self_nesting(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions that may not take their own result as an argument for `goal`."""
-    words = _words(goal)
+    words = goal_words(goal)
     return [t.qualified_name for t in tools
             if len(t.parameters.get("required", [])) == 1 and says_count(t, words) < 2]
 
@@ -61,7 +62,7 @@ def maps_to_own_kind(tool: ToolSpec) -> bool:
 
 def unnamed_self_maps(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The functions mapping a thing to one of its own kind that `goal` does not name."""
-    words = _words(goal)
+    words = goal_words(goal)
     return [t.qualified_name for t in tools if maps_to_own_kind(t) and not says_count(t, words)]
 
 
