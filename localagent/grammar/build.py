@@ -189,17 +189,17 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
             call = _typed_call(rules, tools_at, order)
             subtasks = TypedSteps(rules, tools_at, call, last=last, groups=groups).build()
         elif refs == "backward" or pipe or needed or groups:
+            ref_rule = _ref_rules(rules)
             steps = [_step_calls(rules, _piped_after(tools, k) if pipe else tools, k,
-                                 _ref_rule(rules, k - 1 if refs == "backward" else max_steps)
-                                 if refs != "none" else None, last,
-                                 order=order)
+                                 range(1, k if refs == "backward" else max_steps + 1)
+                                 if refs != "none" else (), ref_rule, last, order=order)
                      for k in range(1, max_steps + 1)]
             subtasks = (_recipe_steps(rules, steps, needed, last) if needed
                         else _needed_steps(rules, steps, groups, last) if groups
                         else _unrolled_steps([(s.any, s.final) for s in steps]))
         else:
-            ref = _ref_rule(rules, max_steps) if refs == "any" else None
-            call, final, _ = _step_calls(rules, tools, 1, ref, last)
+            call, final, _ = _step_calls(rules, tools, 1, range(1, max_steps + 1)
+                                         if refs == "any" else (), _ref_rules(rules), last)
             if final is None:
                 raise ConstraintError(NO_LAST_STEP)
             if max_steps == 1:
@@ -256,39 +256,52 @@ def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
     """The call rules `TypedSteps` asks for: tool i at step k, whose references may name
     only the steps `refs_for` gives (`order`: "ascending" or "distinct", `_ordered_args`;
     "": any)."""
-    refs: dict[tuple[int, ...], str | None] = {}
-
-    def ref_rule(steps: Sequence[int]) -> str | None:
-        key = tuple(steps)
-        if key not in refs:
-            refs[key] = rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in key)) \
-                if key else None
-        return refs[key]
+    ref_rule = _ref_rules(rules)
 
     def call(k: int, i: int, refs_for: RefsFor, tag: str) -> str | None:
         tool = tools_at[k - 1][i]
-        params = tool.parameters
-
-        def hook(schema: Schema) -> str | None:
-            return None if schema is params else ref_rule(refs_for(schema, params))
-
-        rules.root = params
-        args = (_ordered_args(rules, params, k, lambda s: refs_for(s, params),
-                              ascending=order == "ascending")
-                if order else None) or rules.value(params, 0, hook, tag)
-        if args is None:
-            return None
-        return rules.add(f"call{k}_{i}", _call_object("function", tool.qualified_name,
-                                                       "args", args))
+        return _call_rule(rules, tool, f"call{k}_{i}", k,
+                          lambda schema: refs_for(schema, tool.parameters), ref_rule, tag,
+                          order)
 
     return call
 
 
-def _ref_rule(rules: LarkRules, last: int) -> str | None:
-    """A rule admitting the step references `"$1"`..`"$last"` (None when last < 1)."""
-    if last < 1:
+def _ref_rules(rules: LarkRules) -> Callable[[Sequence[int]], str | None]:
+    """A maker of the rule admitting the step references `"$j"` for j in the steps it is
+    given (None for none), one rule per distinct list."""
+    made: dict[tuple[int, ...], str | None] = {}
+
+    def ref_rule(steps: Sequence[int]) -> str | None:
+        key = tuple(steps)
+        if key not in made:
+            made[key] = rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in key)) \
+                if key else None
+        return made[key]
+
+    return ref_rule
+
+
+def _call_rule(rules: LarkRules, tool: ToolSpec, name: str, step: int,
+               refs: Callable[[Schema], Sequence[int]] | None,
+               ref_rule: Callable[[Sequence[int]], str | None], tag: str,
+               order: str = "") -> str | None:
+    """`tool`'s call rule at `step`: its own arguments, where a reference to one of the
+    steps `refs(schema)` gives may stand in for a value (None: no reference); `order`:
+    "ascending" or "distinct" references within the call (`_ordered_args`). None when
+    its arguments admit no value (an enum narrowed to nothing, no reference allowed)."""
+    params = tool.parameters
+
+    def hook(schema: Schema) -> str | None:
+        return None if schema is params or refs is None else ref_rule(refs(schema))
+
+    rules.root = params
+    args = (_ordered_args(rules, params, step, refs, ascending=order == "ascending")
+            if order and refs else None) or rules.value(params, 0, hook if refs else None,
+                                                        tag if refs else "")
+    if args is None:
         return None
-    return rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in range(1, last + 1)))
+    return rules.add(name, _call_object("function", tool.qualified_name, "args", args))
 
 
 class StepRules(NamedTuple):
@@ -301,30 +314,23 @@ class StepRules(NamedTuple):
 
 
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref: str | None, last: set[int] | None = None, *,
-                order: str = "") -> StepRules:
+                ref_steps: Sequence[int], ref_rule: Callable[[Sequence[int]], str | None],
+                last: set[int] | None = None, *, order: str = "") -> StepRules:
     """Rules for one subtask, and for the plan's last subtask: any tool with its own
-    arguments (the last one: only the tools in `last`, when given), refs where given
-    (`order`: `$1`..`$(step-1)` distinct, and "ascending" or only "distinct", within
-    the call)."""
+    arguments (the last one: only the tools in `last`, when given), a reference to one of
+    `ref_steps` wherever a value may stand (`order`: distinct, and "ascending" or only
+    "distinct", within the call)."""
     heads, finals, calls = [], [], {}
+    refs = (lambda schema: ref_steps) if ref_steps else None
     for i, tool in enumerate(tools):
-        params = tool.parameters
-
-        def hook(schema: Schema, params: Schema = params) -> str | None:
-            return None if schema is params else ref
-
-        rules.root = params
-        args = (_ordered_args(rules, params, step, ascending=order == "ascending")
-                if order and ref else None) or \
-            rules.value(params, 0, hook if ref else None, f"s{step}" if ref else "")
-        if args is None:  # e.g. an enum narrowed to nothing and no reference allowed here
+        call = _call_rule(rules, tool, f"call{step}_{i}", step, refs, ref_rule, f"s{step}",
+                          order)
+        if call is None:  # e.g. an enum narrowed to nothing and no reference allowed here
             continue
-        heads.append(rules.add(f"call{step}_{i}", _call_object(
-            "function", tool.qualified_name, "args", args)))
-        calls[i] = heads[-1]
+        heads.append(call)
+        calls[i] = call
         if last is None or i in last:
-            finals.append(heads[-1])
+            finals.append(call)
     if not heads:
         raise ConstraintError(f"no function can be called at step {step}: every argument "
                               "schema admits no value")

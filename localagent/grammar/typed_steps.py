@@ -46,16 +46,14 @@ class ReturnClasses:
 
     def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds) -> None:
         self.probes = _argument_schemas(tools, bounds)
+        returns = [json.dumps(t.returns, sort_keys=True, default=str) for t in tools]
         by_returns: dict[str, frozenset[int]] = {}  # tools returning alike fit alike
-        for tool in tools:
-            text = json.dumps(tool.returns, sort_keys=True, default=str)
+        for tool, text in zip(tools, returns):
             if text not in by_returns:
                 by_returns[text] = frozenset(n for n, (schema, root) in enumerate(self.probes)
                                              if fits(schema, tool.returns, root))
         ids: dict[frozenset[int], int] = {}
-        self.of_tool = [ids.setdefault(by_returns[json.dumps(t.returns, sort_keys=True,
-                                                             default=str)], len(ids))
-                        for t in tools]
+        self.of_tool = [ids.setdefault(by_returns[text], len(ids)) for text in returns]
         self._sigs = list(ids)
         self._index = {_key(schema, root): n for n, (schema, root) in enumerate(self.probes)}
         self._of_params: dict[int, list[tuple[Schema, Schema]]] = {}

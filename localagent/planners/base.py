@@ -244,4 +244,3 @@ def first_buildable(build: Callable[..., Constraint], variants: Sequence[dict[st
             except ConstraintError:
                 pass
     return build(**options)
-

@@ -18,6 +18,7 @@ from typing import Any
 
 from localagent.constraint import Constraint
 from localagent.grammar.jsonlark import lit
+from localagent.planners.mentions import stated_numbers
 
 MAX_VALUES = 24
 MAX_CHARS = 400
@@ -89,13 +90,10 @@ def _scalars(value: Any) -> set[str]:
     return set()
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])")
-
-
 def _numbers_in_text(args: dict[str, Any]) -> set[str]:
     """The numbers written inside text arguments (`{"expression": "16**0.43"}` uses 16)."""
-    texts = [v for v in args.values() if isinstance(v, str)]
-    return {repr(float(n)) for text in texts for n in _NUMBER.findall(text)}
+    return {repr(float(n)) for v in args.values() if isinstance(v, str)
+            for n in stated_numbers(v)}
 
 
 def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
@@ -116,13 +114,14 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
     counts as taken (seen: Furina's age 16 given as the answer after
     `Calculator("16**0.43")`).
     """
+    keys = [json.dumps(value, sort_keys=True, default=str) for _, _, _, value in calls]
     first: dict[str, int] = {}
-    for turn, _, _, value in calls:
-        first.setdefault(json.dumps(value, sort_keys=True, default=str), turn)
+    for (turn, _, _, _), key in zip(calls, keys):
+        first.setdefault(key, turn)
     taken = [(turn, _scalars(args) | _numbers_in_text(args)) for turn, _, args, _ in calls]
     out: list[tuple[int, str, Any]] = []
-    for at, function, _, value in calls:
-        since = first[json.dumps(value, sort_keys=True, default=str)]
+    for (at, function, _, value), key in zip(calls, keys):
+        since = first[key]
         mine = _scalars(value)
         if not any(turn > since and mine & used for turn, used in taken):
             out.append((at, function, value))
