@@ -8,7 +8,7 @@ from localagent.offline import enforce_offline
 
 enforce_offline()
 
-__all__ = ["Agent", "tool"]
+__all__ = ["Agent", "RecordingStub", "schema_tool", "schema_tools", "tool"]
 __version__ = "0.1.0"
 
 
@@ -18,6 +18,10 @@ def __getattr__(name: str) -> Any:
         from localagent.tools.decorator import tool
 
         return tool
+    if name in ("schema_tool", "schema_tools", "RecordingStub"):
+        from localagent.tools import from_schema
+
+        return getattr(from_schema, name)
     if name == "Agent":
         from localagent.agent import Agent
 

@@ -1,4 +1,5 @@
-"""The tool kernel: `@tool`, plugins, prompt functions, built-ins and the registry.
+"""The tool kernel: `@tool`, schema tools, plugins, prompt functions, built-ins and the
+registry.
 
 Names are imported lazily so `import localagent.tools` stays cheap for the CLI.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "RecordingStub",
     "Tool",
     "ToolError",
     "ToolRegistry",
@@ -16,6 +18,8 @@ __all__ = [
     "default_registry",
     "openai_tools",
     "render_manual",
+    "schema_tool",
+    "schema_tools",
     "tool",
 ]
 
@@ -29,6 +33,9 @@ _WHERE = {
     "ToolError": "localagent.tools.spec",
     "render_manual": "localagent.tools.manual",
     "openai_tools": "localagent.tools.manual",
+    "schema_tool": "localagent.tools.from_schema",
+    "schema_tools": "localagent.tools.from_schema",
+    "RecordingStub": "localagent.tools.from_schema",
 }
 
 

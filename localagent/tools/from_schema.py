@@ -1,0 +1,419 @@
+"""Tools described by a JSON schema rather than a Python function.
+
+`schema_tool` turns an OpenAI-style function schema into a `Tool`: the schema is what
+models, grammars and prompts see, `jsonschema` checks (and lightly coerces) what the model
+sends back, and `call` is whatever should run. Without a callable the tool is a
+`RecordingStub`: it records each call and returns a placeholder, which is all a benchmark
+that judges the calls (BFCL compares the function names and arguments a model chose, not
+what the functions returned) needs.
+
+    tool = schema_tool({"name": "math.factorial", "description": "n!",
+                        "parameters": {"type": "object",
+                                       "properties": {"n": {"type": "integer"}},
+                                       "required": ["n"]}}, lambda n: math.factorial(n))
+    registry.add_tool(tool)   # math.factorial, validated like a Python tool
+
+(The module is not called `schema_tool`: importing it would then replace the lazily
+exported function `localagent.tools.schema_tool` with the module.)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from localagent.errors import InvalidArgumentsError, PluginLoadError
+from localagent.tools.decorator import NAME_RE
+from localagent.tools.spec import ToolSpec
+from localagent.tools.tool import Tool, check_name, make_caller
+
+__all__ = ["RecordingStub", "schema_tool", "schema_tools"]
+
+DEFAULT_PLUGIN = "functions"
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+_NUMBER_RE = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
+
+
+class RecordingStub:
+    """Stands in for the functions behind schema tools: records every call, returns a
+    deterministic placeholder.
+
+    `calls` lists `(qualified_name, arguments)` in call order (appended under a lock:
+    tools may run in worker threads, several at once). One stub can back many tools:
+    `schema_tool(schema, stub)` asks it for `for_function(qualified_name, returns)`.
+
+    The placeholder follows the tool's return schema: an object with properties gives a
+    dict with one placeholder per property (`"<math.stats.mean>"` for a string, 1 for a
+    number or integer, True for a boolean, [] for an array, the first value of an enum);
+    a declared scalar type gives that type's placeholder; anything else (no return
+    schema, a string) gives `"<result of math.stats>"`. Placeholders keep a plan running
+    to its end, so every call it would make gets made and recorded.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    def for_function(
+        self, qualified_name: str, returns: Mapping[str, Any] | None = None
+    ) -> Callable[..., Any]:
+        """The callable (keyword arguments) that records calls as `qualified_name` and
+        returns the placeholder for `returns` (the tool's return schema)."""
+        value = placeholder(returns or {}, qualified_name)
+
+        def record(**kwargs: Any) -> Any:
+            with self._lock:
+                self.calls.append((qualified_name, copy.deepcopy(kwargs)))
+            return copy.deepcopy(value)
+
+        record.__name__ = qualified_name.rsplit(".", 1)[-1]
+        return record
+
+    def calls_to(self, qualified_name: str) -> list[dict[str, Any]]:
+        """The arguments of every call to `qualified_name`, in order."""
+        with self._lock:
+            return [args for name, args in self.calls if name == qualified_name]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.calls.clear()
+
+
+def placeholder(schema: Mapping[str, Any], qualified_name: str) -> Any:
+    """The value a `RecordingStub` returns for a tool whose return schema is `schema`."""
+    result = _placeholder(schema, qualified_name)
+    return f"<result of {qualified_name}>" if result is _NONE else result
+
+
+_NONE = object()
+
+
+def _placeholder(schema: Mapping[str, Any], label: str) -> Any:
+    if not isinstance(schema, Mapping):
+        return _NONE
+    if schema.get("enum"):
+        return copy.deepcopy(schema["enum"][0])
+    if "const" in schema:
+        return copy.deepcopy(schema["const"])
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind == "object":
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping) or not properties:
+            return {}
+        out = {}
+        for prop, sub in properties.items():
+            value = _placeholder(sub, f"{label}.{prop}")
+            out[prop] = f"<{label}.{prop}>" if value is _NONE else value
+        return out
+    # a string or an unknown type: _NONE, so the caller picks the labelled text
+    return {"integer": 1, "number": 1, "boolean": True, "array": [], "null": None}.get(kind, _NONE)
+
+
+def schema_tool(
+    function: Mapping[str, Any],
+    call: Callable[..., Any] | None = None,
+    *,
+    plugin: str | None = None,
+) -> Tool:
+    """A `Tool` from an OpenAI-style function schema.
+
+    `function` is `{"type": "function", "function": {"name", "description",
+    "parameters"}}` or the inner mapping alone; an optional `"returns"` (or
+    `"output_schema"`) JSON schema becomes `ToolSpec.returns`. `parameters` must be an
+    object schema; it is kept as given (copied), with `"additionalProperties": false`
+    added when absent, as for Python tools.
+
+    Names: `math.factorial` gives plugin `math` and function `factorial`; a name without
+    a dot goes to `plugin`, default `"functions"`; an explicit `plugin` replaces the
+    dotted prefix. Characters not allowed in a name become `_` (`get-weather` ->
+    `get_weather`); map back from `tool.qualified_name` to the schema's name yourself
+    when a judge needs the original.
+
+    `call` (sync or async) receives the validated arguments as keywords; None means a
+    fresh `RecordingStub`, and a `RecordingStub` is asked for this function's callable.
+    The validator coerces what a model commonly sends (`"3"` for an integer or a number,
+    `3` for a number gives `3.0`, `"true"` for a boolean, `7` for a string), fills in
+    declared defaults, and raises one InvalidArgumentsError listing every problem.
+
+    Raises PluginLoadError (one line) for a malformed schema or an unusable name.
+    """
+    inner = _inner(function)
+    plugin_name, name = _names(inner, plugin)
+    qualified = f"{plugin_name}.{name}"
+    description = inner.get("description") or ""
+    if not isinstance(description, str):
+        raise PluginLoadError(f'{qualified}: "description" must be a string')
+    parameters = _parameters(inner.get("parameters"), qualified)
+    returns = inner.get("returns", inner.get("output_schema")) or {}
+    if not isinstance(returns, Mapping):
+        raise PluginLoadError(f"{qualified}: the return schema must be an object")
+    returns = copy.deepcopy(dict(returns))
+    validator_cls = _validator_class(parameters, qualified, "parameters")
+    if returns:
+        _validator_class(returns, qualified, "return schema")
+    spec = ToolSpec(
+        plugin=plugin_name,
+        name=name,
+        description=description.strip(),
+        parameters=parameters,
+        returns=returns,
+        kind="native",
+    )
+    if call is None:
+        call = RecordingStub()
+    if isinstance(call, RecordingStub):
+        call = call.for_function(qualified, returns)
+    if not callable(call):
+        raise PluginLoadError(f"{qualified}: call must be callable, got {type(call).__name__}")
+    checker = _ArgsValidator(qualified, parameters, validator_cls(parameters))
+    return Tool(spec=spec, validator=checker, call=make_caller(call))
+
+
+def schema_tools(
+    functions: Iterable[Mapping[str, Any]],
+    call: Callable[..., Any] | Mapping[str, Callable[..., Any]] | None = None,
+    *,
+    plugin: str | None = None,
+) -> list[Tool]:
+    """`schema_tool` for each schema, in order. `call` is one callable for all, a
+    RecordingStub (None: one fresh stub shared by all), or a mapping from the schema's
+    name (or the qualified name) to each function's callable."""
+    stub = RecordingStub() if call is None else None
+    tools = []
+    for function in functions:
+        target = stub if call is None else call
+        if isinstance(call, Mapping):
+            inner = _inner(function)
+            qualified = ".".join(_names(inner, plugin))
+            target = call.get(inner["name"], call.get(qualified))
+            if target is None:
+                raise PluginLoadError(f"no callable given for {inner['name']!r}")
+        tools.append(schema_tool(function, target, plugin=plugin))
+    return tools
+
+
+# --- building -----------------------------------------------------------------------------
+
+
+def _inner(function: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not isinstance(function, Mapping):
+        raise PluginLoadError(f"a function schema must be a mapping, got {type(function).__name__}")
+    wrapped = function.get("function")
+    if isinstance(wrapped, Mapping):
+        kind = function.get("type", "function")
+        if kind != "function":
+            raise PluginLoadError(f'unsupported tool type {kind!r}: expected "function"')
+        return wrapped
+    return function
+
+
+def _names(inner: Mapping[str, Any], plugin: str | None) -> tuple[str, str]:
+    """(plugin, function) from the schema's name and the explicit `plugin`."""
+    raw_name = inner.get("name")
+    if not isinstance(raw_name, str) or not raw_name.strip():
+        raise PluginLoadError(f'a function schema needs a "name" string, got {raw_name!r}')
+    prefix, _, base = raw_name.strip().rpartition(".")
+    if plugin is not None:
+        check_name(plugin, "plugin")
+    elif prefix:
+        plugin = _identifier(prefix, raw_name, "plugin")
+    return plugin or DEFAULT_PLUGIN, _identifier(base, raw_name, "function")
+
+
+def _identifier(part: str, raw_name: str, what: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_]", "_", part)
+    if not NAME_RE.match(name):
+        raise PluginLoadError(
+            f"cannot name a tool after {raw_name!r}: the {what} name {name!r} must start "
+            "with a letter or _"
+        )
+    return name
+
+
+def _parameters(raw: Any, qualified: str) -> dict[str, Any]:
+    if raw is None:
+        raw = {"type": "object", "properties": {}}
+    if not isinstance(raw, Mapping) or raw.get("type", "object") != "object":
+        shown = raw.get("type") if isinstance(raw, Mapping) else type(raw).__name__
+        raise PluginLoadError(
+            f'{qualified}: parameters must be a JSON schema with type "object", got {shown!r}'
+        )
+    raw = copy.deepcopy(dict(raw))
+    properties = raw.pop("properties", {})
+    required = raw.pop("required", [])
+    if not isinstance(properties, Mapping) or not all(
+        isinstance(s, Mapping) for s in properties.values()
+    ):
+        raise PluginLoadError(f'{qualified}: "properties" must map names to schemas')
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise PluginLoadError(f'{qualified}: "required" must be a list of names')
+    undeclared = [r for r in required if r not in properties]
+    if undeclared and raw.get("additionalProperties", False) is False:
+        raise PluginLoadError(
+            f"{qualified}: required argument(s) {', '.join(undeclared)} not in properties"
+        )
+    raw.pop("type", None)
+    additional = raw.pop("additionalProperties", False)
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": required,
+        **raw,
+        "additionalProperties": additional,
+    }
+
+
+def _validator_class(schema: dict[str, Any], qualified: str, what: str) -> Any:
+    from jsonschema import Draft202012Validator, SchemaError
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise PluginLoadError(
+            f"{qualified}: invalid {what} at {where}: {_short(exc.message)}"
+        ) from None
+    return cls
+
+
+# --- validating ---------------------------------------------------------------------------
+
+
+class _ArgsValidator:
+    """Coerce, check with jsonschema, fill defaults; one error listing every problem."""
+
+    def __init__(self, qualified: str, parameters: dict[str, Any], validator: Any) -> None:
+        self.qualified = qualified
+        self.parameters = parameters
+        self.validator = validator
+        self.expected = ", ".join(parameters["properties"]) or "none"
+
+    def __call__(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(args, Mapping):
+            raise InvalidArgumentsError(
+                f"arguments for {self.qualified} must be an object, got {type(args).__name__}"
+            )
+        values = _coerce(self.parameters, dict(args), type(self.validator))
+        problems: list[str] = []
+        for error in self.validator.iter_errors(values):
+            for problem in _problems(error):
+                if problem not in problems:
+                    problems.append(problem)
+        if problems:
+            raise InvalidArgumentsError(
+                f"invalid arguments for {self.qualified}: " + "; ".join(problems),
+                hint=f"arguments: {self.expected}",
+            )
+        for prop, sub in self.parameters["properties"].items():
+            if prop not in values and isinstance(sub, Mapping) and "default" in sub:
+                values[prop] = copy.deepcopy(sub["default"])
+        return values
+
+
+def _coerce(schema: Any, value: Any, cls: Any) -> Any:
+    """`value` with the obvious model mistakes fixed where `schema` says what it must be;
+    anything else is left for the validator to report."""
+    if not isinstance(schema, Mapping):
+        return value
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and options:
+            if any(_is_valid(cls, o, value) for o in options):
+                return value
+            for option in options:
+                fixed = _coerce(option, value, cls)
+                if fixed is not value and _is_valid(cls, option, fixed):
+                    return fixed
+            return value
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds if isinstance(kinds, list) else []
+    if kinds:
+        value = _coerce_scalar(kinds, value, cls)
+    if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
+        properties = schema["properties"]
+        value = {k: _coerce(properties.get(k), v, cls) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        value = [_coerce(schema["items"], v, cls) for v in value]
+    return value
+
+
+def _coerce_scalar(kinds: list[str], value: Any, cls: Any) -> Any:
+    checker = cls.TYPE_CHECKER
+    matched = [k for k in kinds if _is_type(checker, value, k)]
+    if matched:
+        if "integer" in matched and isinstance(value, float):
+            return int(value)  # 3.0 for an integer
+        if "number" in matched and "integer" not in kinds and type(value) is int:
+            return float(value)  # 3 for a number, as pydantic's float
+        return value
+    for kind in kinds:
+        if isinstance(value, str):
+            if kind == "integer" and _INT_RE.match(value):
+                return int(value)
+            if kind == "number" and _NUMBER_RE.match(value):
+                number = float(value)
+                if math.isfinite(number):
+                    return number
+            if kind == "boolean" and value.strip().lower() in ("true", "false"):
+                return value.strip().lower() == "true"
+        elif kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    return value
+
+
+def _is_type(checker: Any, value: Any, kind: str) -> bool:
+    try:
+        return bool(checker.is_type(value, kind))
+    except Exception:  # noqa: BLE001 - an unknown type name: nothing to coerce to
+        return False
+
+
+def _is_valid(cls: Any, schema: Any, value: Any) -> bool:
+    try:
+        return bool(cls(schema).is_valid(value))
+    except Exception:  # noqa: BLE001 - e.g. a $ref that only resolves from the root
+        return False
+
+
+def _problems(error: Any) -> list[str]:
+    path = [str(p) for p in error.absolute_path]
+    loc = ".".join(path)
+    kind = error.validator
+    instance = error.instance
+    if kind == "required" and isinstance(instance, Mapping):
+        return [
+            f"missing argument '{'.'.join([*path, r])}'"
+            for r in error.validator_value
+            if r not in instance
+        ]
+    if kind == "additionalProperties" and isinstance(instance, Mapping):
+        declared = error.schema.get("properties", {})
+        patterns = error.schema.get("patternProperties", {})
+        extra = [
+            k for k in instance if k not in declared and not any(re.search(p, k) for p in patterns)
+        ]
+        if extra:
+            return [f"unknown argument '{'.'.join([*path, k])}'" for k in extra]
+    where = f"argument '{loc}'" if loc else "(arguments)"
+    shown = _short(repr(instance), 60)
+    if kind == "type":
+        kinds = error.validator_value
+        label = " or ".join(kinds) if isinstance(kinds, list) else str(kinds)
+        return [f"{where}: expected {label} (got {shown})"]
+    if kind == "enum":
+        options = ", ".join(json.dumps(v, default=str) for v in error.validator_value)
+        return [f"{where}: must be one of {_short(options)} (got {shown})"]
+    return [f"{where}: {_short(error.message)}"]
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
