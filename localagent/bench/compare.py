@@ -23,8 +23,9 @@ CheckFunction = Callable[[Any, Mapping[str, Any]], Any]
 
 
 def judge(task: Task, answer: Any, run: Mapping[str, Any]) -> str | None:
-    """None when every expectation of `task` holds, else the reasons joined by '; '."""
-    if answer is None:
+    """None when every expectation of `task` holds, else the reasons joined by '; '.
+    A run without an answer fails, unless the task expects it to decline (`declined`)."""
+    if answer is None and not task.declines:
         return f"no answer ({run.get('error') or 'none given'})"
     reasons = [r for e in task.expect if (r := compare(e, answer, run)) is not None]
     return "; ".join(reasons) if reasons else None
@@ -42,6 +43,10 @@ def compare(expectation: Expectation, answer: Any, run: Mapping[str, Any]) -> st
         return _contains(value, answer, bool(opts.get("case_sensitive", False)))
     if kind == "regex":
         return _regex(value, answer, str(opts.get("flags", "")))
+    if kind == "declined":
+        from localagent.bench.checks import declined
+
+        return declined(answer, run)
     return _check(value, answer, run)
 
 

@@ -7,6 +7,7 @@ writing Python. Format (every key but `id`, `goal`, `plugins` and `expect` is op
     tasks:
       - id: invoice-d                 # unique; part of the resume key
         category: single              # free text, for grouping in reports
+        language: en                  # the goal's language (default en)
         goal: What is the invoice amount of company D?
         plugins: [DemoPlugin]         # known names, WeatherPlugin:dry, a path or a module
         exclude: [MathPlugin.Calculator]   # functions not offered
@@ -19,7 +20,9 @@ writing Python. Format (every key but `id`, `goal`, `plugins` and `expect` is op
 
 `expect` is one mapping or a list of them (all must hold); each names one comparator:
 `exact`, `number` (+ `tolerance`, `rel_tolerance`), `contains` (a string or a list, all
-must appear; `case_sensitive`), `regex` (`flags: i`), `check` ("module:function").
+must appear; `case_sensitive`), `regex` (`flags: i`), `check` ("module:function"),
+`declined: true` (no offered tool can answer the goal: the run is right when it ends
+without an answer, and any answer is wrong; it stands alone in `expect`).
 Plugin paths are relative to the suite file.
 """
 
@@ -33,12 +36,13 @@ from typing import Any, Literal, get_args
 
 from localagent.errors import UsageError
 
-Comparator = Literal["exact", "number", "contains", "regex", "check"]
+Comparator = Literal["exact", "number", "contains", "regex", "check", "declined"]
 COMPARATORS: tuple[str, ...] = get_args(Comparator)
 _OPTIONS = {"tolerance", "rel_tolerance", "case_sensitive", "flags"}
 _TASK_KEYS = {
     "id",
     "category",
+    "language",
     "goal",
     "plugins",
     "exclude",
@@ -76,6 +80,7 @@ class Task:
     plugins: tuple[str, ...]
     expect: tuple[Expectation, ...]
     category: str = ""
+    language: str = "en"
     exclude: tuple[str, ...] = ()
     distractors: int = 0
     filter: TaskFilter | None = None
@@ -84,6 +89,11 @@ class Task:
     solution: dict[str, Any] | None = field(default=None, compare=False, hash=False)
     """A reference plan (the raw tree form `plan_from_dict` reads); tests execute it to
     check the expected answer. Never shown to a planner."""
+
+    @property
+    def declines(self) -> bool:
+        """Whether the task expects no answer (`declined: true`): no offered tool fits."""
+        return any(e.kind == "declined" for e in self.expect)
 
     @property
     def wants_filter(self) -> bool:
@@ -174,6 +184,7 @@ def _task(raw: Any, n: int, path: Path) -> Task:
         plugins=_names(raw.get("plugins"), "plugins", where),
         expect=_expectations(raw.get("expect"), where),
         category=str(raw.get("category") or ""),
+        language=_language(raw.get("language", "en"), where),
         exclude=_names(raw.get("exclude") or [], "exclude", where, empty_ok=True),
         distractors=distractors,
         filter=_filter(raw.get("filter"), where),
@@ -181,6 +192,12 @@ def _task(raw: Any, n: int, path: Path) -> Task:
         base_dir=path.resolve().parent,
         solution=_solution(raw.get("solution"), where),
     )
+
+
+def _language(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{where}: 'language' must be a language code such as en or de")
+    return value.strip()
 
 
 def _solution(value: Any, where: str) -> dict[str, Any] | None:
@@ -215,7 +232,10 @@ def _expectations(value: Any, where: str) -> tuple[Expectation, ...]:
     items = value if isinstance(value, list) else [value]
     if value is None or not items:
         raise UsageError(f"{where}: 'expect' is required")
-    return tuple(_expectation(item, where) for item in items)
+    expectations = tuple(_expectation(item, where) for item in items)
+    if len(expectations) > 1 and any(e.kind == "declined" for e in expectations):
+        raise UsageError(f"{where}: 'declined' cannot be combined with other expectations")
+    return expectations
 
 
 def _expectation(item: Any, where: str) -> Expectation:
@@ -246,6 +266,8 @@ def _check_expectation(kind: str, value: Any, options: dict[str, Any], where: st
         parts = value if isinstance(value, list) else [value]
         if not parts or not all(isinstance(p, str) and p for p in parts):
             raise UsageError(f"{where}: 'contains' takes a string or a list of strings")
+    elif kind == "declined" and value is not True:
+        raise UsageError(f"{where}: 'declined' takes only true")
     elif kind in ("regex", "check") and not isinstance(value, str):
         raise UsageError(f"{where}: '{kind}' takes a string")
     if kind == "regex":
