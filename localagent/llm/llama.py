@@ -235,10 +235,65 @@ def _open_llama(path: Path, *, n_ctx: int, n_threads: int | None, seed: int,
 
     try:
         # llama.cpp writes some notes (e.g. Gemma's SWA cache) straight to fd 2
-        with suppress_stdout_stderr(disable=verbose):
+        with suppress_stdout_stderr(disable=verbose), _extra_buffers(use_extra_buffers()):
             return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads,
                          n_threads_batch=n_threads, seed=seed, verbose=verbose)
     except (ValueError, RuntimeError, OSError) as exc:
         raise ModelFileError(
             f"{path} could not be loaded by llama.cpp: truncated or corrupt GGUF ({exc})"
         ) from None
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+def use_extra_buffers() -> bool:
+    """Whether llama.cpp may place weights in its extra CPU buffer types (repacked and AMX).
+
+    Why not always: on a CPU that advertises Intel AMX (`amx_tile`) inside a VM that does
+    not pass AMX through, llama.cpp's AMX matmul dies with SIGILL on the first prompt of
+    more than a few tokens (seen on a Firecracker guest: `tileloadd` in
+    `ggml_backend_amx_mul_mat`, the permission syscall succeeding). Such CPUs get the
+    plain buffers; `LOCALAGENT_LLAMA_EXTRA_BUFFERS=1` (or `0`) decides instead.
+    """
+    import os
+
+    forced = os.environ.get("LOCALAGENT_LLAMA_EXTRA_BUFFERS")
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True
+    return " amx_tile" not in flags
+
+
+class _extra_buffers:
+    """Within the block, `Llama(...)` loads with `use_extra_bufts` as given.
+
+    llama-cpp-python builds its `llama_model_params` from `llama_model_default_params()`
+    and does not expose this field, so the default is wrapped for the load only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self) -> None:
+        import llama_cpp.llama_cpp as native
+
+        if self.enabled:
+            return
+        _PARAMS_LOCK.acquire()
+        self._native, self._default = native, native.llama_model_default_params
+
+        def params() -> Any:
+            value = self._default()
+            value.use_extra_bufts = False
+            return value
+
+        native.llama_model_default_params = params
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            return
+        self._native.llama_model_default_params = self._default
+        _PARAMS_LOCK.release()
