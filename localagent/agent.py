@@ -76,7 +76,7 @@ class Agent:
 
     `model`: an LLM, a catalog name or .gguf path, or None for the default model (loaded
     lazily, on the first run). `plugins`: extra plugins (objects, classes, modules, paths),
-    added to the built-ins and, with `examples=True`, the example plugins. `techniques`:
+    added to the built-ins and, only with `examples=True`, the example plugins. `techniques`:
     the planning techniques (a `Techniques` or a spec such as "reasoning+replan=2"),
     default (None or "default") each planner's measured default configuration.
     """
@@ -88,7 +88,7 @@ class Agent:
         *,
         filter: FilterOptions | None = None,
         constrain: bool = True,
-        examples: bool = True,
+        examples: bool = False,
         registry: ToolRegistry | None = None,
         policy: ExecutionPolicy | None = None,
         settings: PlannerSettings | None = None,

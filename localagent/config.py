@@ -172,6 +172,13 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: "default",
     ),
     SettingDef(
+        "examples",
+        "LOCALAGENT_EXAMPLES",
+        "also offer the example plugins (fixed demo data: invoices, people, weather, rates)",
+        _bool,
+        lambda _: False,
+    ),
+    SettingDef(
         "models_dir",
         "LOCALAGENT_MODELS_DIR",
         "where assembled GGUF files live",

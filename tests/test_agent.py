@@ -18,7 +18,7 @@ PLAN = {"function": "DemoPlugin.Diff", "args": {
 
 def test_tree_run_answer_plan_steps_usage():
     llm = ScriptedLLM([json.dumps({"reasoning": "r", "plan": PLAN})])
-    result = Agent(llm).run("C minus 100", planner="tree")
+    result = Agent(llm, examples=True).run("C minus 100", planner="tree")
     assert result.ok and result.answer == 19900
     assert result.plan["root"]["function"] == "DemoPlugin.Diff"
     assert [s["kind"] for s in result.steps].count("call_finished") == 2
@@ -49,7 +49,8 @@ def test_prompt_functions_share_the_metered_model(tmp_path):
 
 def test_filter_exclusions_shrink_the_tools():
     llm = ScriptedLLM([json.dumps({"reasoning": "r", "plan": PLAN})])
-    agent = Agent(llm, filter=FilterOptions(excluded_plugins=("TimePlugin", "TextPlugin")))
+    agent = Agent(llm, filter=FilterOptions(excluded_plugins=("TimePlugin", "TextPlugin")),
+                  examples=True)
     result = agent.run("C minus 100")
     assert result.ok and not any(t.startswith(("TimePlugin", "TextPlugin")) for t in result.tools)
     assert "TimePlugin" not in llm.requests[0].prompt

@@ -46,7 +46,7 @@ def write(tmp_path: Path, data: Any, name: str = "plan.json") -> Path:
 
 
 def test_exec_prints_trace_and_answer(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, PLAN))])
+    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, PLAN)), "--examples"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
     assert lines[-1] == "answer: 21100"
@@ -55,7 +55,7 @@ def test_exec_prints_trace_and_answer(tmp_path: Path) -> None:
 
 
 def test_exec_json_is_one_object(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, PLAN)), "--json"])
+    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, PLAN)), "--json", "--examples"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["answer"] == 21100 and payload["ok"] is True
@@ -78,7 +78,7 @@ def test_bad_plan_exits_2_with_one_line(tmp_path: Path) -> None:
     bad = {"function": "DemoPlugin.Diff", "args": {
         "value1": {"function": "DemoPlugin.Totl", "args": {"value1": 1, "value2": 2}},
         "value2": "abc"}}
-    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, bad))])
+    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, bad)), "--examples"])
     assert result.exit_code == 2
     assert result.stdout == ""
     err = result.stderr.strip()
@@ -86,6 +86,12 @@ def test_bad_plan_exits_2_with_one_line(tmp_path: Path) -> None:
     assert 'root.args.value1: unknown function "DemoPlugin.Totl"; did you mean DemoPlugin.Total?' \
         in err
     assert "root.args.value2: expected a number, got a string ('abc')" in err
+
+
+def test_example_plugins_only_with_examples(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["exec", str(write(tmp_path, PLAN))])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert 'root: unknown function "DemoPlugin.Diff"' in result.stderr
 
 
 def test_missing_file_and_broken_json_exit_2(tmp_path: Path) -> None:

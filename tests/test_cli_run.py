@@ -23,7 +23,8 @@ runner = CliRunner()
 
 @pytest.fixture
 def scripted(monkeypatch):
-    """A scripted model; every function offered (the scripted plans name them freely)."""
+    """A scripted model; every function offered (the scripted plans name them freely;
+    the tests that plan with DemoPlugin pass --examples)."""
     llm = ScriptedLLM()
     monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
     monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
@@ -36,7 +37,7 @@ def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch
     monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "4")
     scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
     result = runner.invoke(app, ["run", "What is the invoice amount of company D?", "--json",
-                                 "--techniques", "plain"])
+                                 "--techniques", "plain", "--examples"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     arithmetic = {"MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
@@ -89,7 +90,7 @@ def test_techniques_help_lists_every_switch():
 
 def test_run_json_answer(scripted):
     scripted.enqueue(json.dumps(PLAN))
-    result = runner.invoke(app, ["run", "C minus 100", "--json"])
+    result = runner.invoke(app, ["run", "C minus 100", "--json", "--examples"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["answer"] == 19900 and data["planner"] == "tree"
@@ -98,7 +99,7 @@ def test_run_json_answer(scripted):
 
 def test_run_live_view_shows_calls(scripted):
     scripted.enqueue(json.dumps(PLAN))
-    result = runner.invoke(app, ["run", "C minus 100"])
+    result = runner.invoke(app, ["run", "C minus 100", "--examples"])
     assert result.exit_code == 0
     assert "DemoPlugin.GetInvoice" in result.output and "answer: 19900" in result.output
 
@@ -112,14 +113,14 @@ def test_run_without_answer_exits_1(scripted):
 
 def test_plan_prints_a_loadable_plan(scripted):
     scripted.enqueue(json.dumps(PLAN))
-    result = runner.invoke(app, ["plan", "C minus 100"])
+    result = runner.invoke(app, ["plan", "C minus 100", "--examples"])
     assert result.exit_code == 0
     assert plan_from_json(result.output).root.function == "DemoPlugin.Diff"
 
 
 def test_plan_show_tools_goes_to_stderr_and_the_plan_stays_json(scripted):
     scripted.enqueue(json.dumps(PLAN))
-    result = runner.invoke(app, ["plan", "C minus 100", "--show-tools",
+    result = runner.invoke(app, ["plan", "C minus 100", "--show-tools", "--examples",
                                  "--exclude-plugin", "TimePlugin"])
     assert result.exit_code == 0, result.output
     assert plan_from_json(result.stdout).root.function == "DemoPlugin.Diff"
@@ -141,6 +142,45 @@ def test_bad_input_exits_2_with_one_line(scripted, args):
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
 
 
+class _Offered(Exception):
+    """Raised by a stand-in for Agent.run, carrying the functions the agent was given."""
+
+
+def _offered(monkeypatch, *args: str) -> list[str]:
+    """The functions `localagent ARGS` hands the agent (no model, no index)."""
+    import localagent.agent
+
+    def run(self, goal, **kwargs):
+        raise _Offered(self.registry.names())
+
+    monkeypatch.setattr(localagent.agent.Agent, "run", run)
+    result = runner.invoke(app, list(args))
+    assert isinstance(result.exception, _Offered), result.output
+    return result.exception.args[0]
+
+
+EXAMPLE_NAMES = ("DemoPlugin", "PersonalAssistant", "WeatherPlugin", "CurrencyPlugin")
+
+
+def test_run_offers_no_example_plugin_unless_asked(scripted, monkeypatch, tmp_path):
+    """A user's weather question is never answered from the demo data by default; the
+    example plugins come with --examples, LOCALAGENT_EXAMPLES or `examples = true`."""
+    weather = ["run", "What is the weather in Paris?"]
+    names = _offered(monkeypatch, *weather)
+    assert "MathPlugin.add" in names and "TextPlugin.uppercase" in names
+    assert not [n for n in names if n.startswith(EXAMPLE_NAMES)], names
+    names = _offered(monkeypatch, *weather, "--examples")
+    assert {"WeatherPlugin.GetWeather", "DemoPlugin.GetInvoice", "CurrencyPlugin.ConvertCurrency",
+            "PersonalAssistant.GetPersonAge", "MathPlugin.add"} <= set(names)
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
+    monkeypatch.setenv("LOCALAGENT_EXAMPLES", "")  # restored after the config file sets it
+    (tmp_path / "config.toml").write_text("examples = true\n")
+    assert "WeatherPlugin.GetWeather" in _offered(monkeypatch, *weather)
+    monkeypatch.setenv("LOCALAGENT_EXAMPLES", "")
+    no = _offered(monkeypatch, *weather, "--no-examples")
+    assert not [n for n in no if n.startswith(EXAMPLE_NAMES)], no
+
+
 OTHER_PLUGINS = ["WeatherPlugin", "CurrencyPlugin", "TextPlugin", "TimePlugin"]
 MATH_BUT_CALCULATOR = [f"MathPlugin.{n}" for n in
                        ("add", "subtract", "multiply", "divide", "power", "sqrt")]
@@ -148,7 +188,7 @@ MATH_BUT_CALCULATOR = [f"MathPlugin.{n}" for n in
 
 def test_real_model_run_json_furina_react(default_model_path):
     """The CLI end to end on the real model: --json has every field, the answer is right."""
-    args = ["run", FURINA, "--planner", "react", "--json"]
+    args = ["run", FURINA, "--planner", "react", "--json", "--examples"]
     for plugin in [*OTHER_PLUGINS, "DemoPlugin"]:
         args += ["--exclude-plugin", plugin]
     for function in MATH_BUT_CALCULATOR:
@@ -162,7 +202,7 @@ def test_real_model_run_json_furina_react(default_model_path):
 
 
 def test_real_model_run_json(default_model_path):
-    args = ["run", INVOICE, "--planner", "tree", "--json"]
+    args = ["run", INVOICE, "--planner", "tree", "--json", "--examples"]
     for plugin in [*OTHER_PLUGINS, "PersonalAssistant", "MathPlugin"]:
         args += ["--exclude-plugin", plugin]
     proc = run_cli(*args, timeout=900)

@@ -22,6 +22,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "LOCALAGENT_CONSTRAIN",
         "LOCALAGENT_INDEX_DIR",
         "LOCALAGENT_MODELS_DIR",
+        "LOCALAGENT_EXAMPLES",
     ):
         monkeypatch.delenv(var, raising=False)
     return tmp_path
@@ -38,6 +39,7 @@ def test_defaults(home: Path) -> None:
         True,
     )
     assert s.value("index_dir") == home / "index"
+    assert s.value("examples") is False  # the example plugins only when asked for
 
 
 def test_precedence_flag_env_file_default(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,7 +116,7 @@ def _release_hung_threads() -> Iterator[None]:
 
 
 def make(parties: int = 4, **policy: Any) -> tuple[Executor, Probe]:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     probe = Probe(parties)
     registry.add_plugin(probe)
     return Executor(registry, ExecutionPolicy(**policy)), probe

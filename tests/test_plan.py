@@ -54,7 +54,7 @@ class WordsPlugin:
 
 @pytest.fixture(scope="module")
 def registry() -> ToolRegistry:
-    reg = default_registry()
+    reg = default_registry(examples=True)
     reg.add_plugin(WordsPlugin())
     return reg
 

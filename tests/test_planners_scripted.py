@@ -45,7 +45,7 @@ INVOICE_PLAN = call("DemoPlugin.Diff",
 
 @pytest.fixture(scope="module")
 def registry():
-    return default_registry()
+    return default_registry(examples=True)
 
 
 def test_tree_plan_parsed_and_executed(registry):

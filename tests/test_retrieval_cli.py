@@ -21,14 +21,14 @@ def _embedded(stdout: str) -> int:
 
 def test_index_twice_then_search(tmp_path: Path) -> None:
     env = _env(tmp_path / "idx")
-    first = run_cli("tools", "index", env=env)
+    first = run_cli("tools", "index", "--examples", env=env)
     assert first.returncode == 0, first.stderr
     assert _embedded(first.stdout) > 5
-    second = run_cli("tools", "index", env=env)
+    second = run_cli("tools", "index", "--examples", env=env)
     assert second.returncode == 0, second.stderr
     assert _embedded(second.stdout) == 0
     found = run_cli("tools", "search", "subtract one number from another", "--top-k", "3",
-                    env=env)
+                    "--examples", env=env)
     assert found.returncode == 0, found.stderr
     assert "DemoPlugin.Diff" in found.stdout and "score" in found.stdout
     rows = [line for line in found.stdout.splitlines() if re.search(r"\d\.\d{3}", line)]

@@ -39,7 +39,7 @@ def call(function: str, **args: object) -> dict:
 
 @pytest.fixture(scope="module")
 def registry():
-    return default_registry()
+    return default_registry(examples=True)
 
 
 def demo(registry) -> list:

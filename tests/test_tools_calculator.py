@@ -124,7 +124,7 @@ def test_text_and_time_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_example_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     invoices = [registry.invoke("DemoPlugin.GetInvoice", {"company": c}).value for c in "ABCDEF"]
     assert invoices == [2000, 1500, 20000, 6700, 1000, 4100]
     assert registry.invoke("DemoPlugin.Diff", {"value1": 20000, "value2": 1500}).value == 18500

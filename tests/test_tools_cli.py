@@ -15,6 +15,7 @@ from conftest import run_cli
 from localagent.samples import PROMPT_PLUGINS_DIR
 
 WIDE = {"COLUMNS": "250"}
+EXAMPLES = ("DemoPlugin.", "PersonalAssistant.", "WeatherPlugin.", "CurrencyPlugin.")
 
 
 def assert_one_line_error(result, *needles: str, code: int = 2) -> None:
@@ -48,10 +49,11 @@ def plugin_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_list_shows_builtins_examples_and_plugins(plugin_file: Path) -> None:
+def test_list_shows_builtins_examples_and_plugins(plugin_file: Path, tmp_path: Path) -> None:
     r = run_cli(
         "tools",
         "list",
+        "--examples",
         "--plugins",
         str(plugin_file),
         "--plugins",
@@ -71,10 +73,20 @@ def test_list_shows_builtins_examples_and_plugins(plugin_file: Path) -> None:
     r = run_cli("tools", "list", "--no-examples", "--json")
     names = [s["name"] for s in json.loads(r.stdout)]
     assert "TextPlugin.uppercase" in names and "DemoPlugin.GetInvoice" not in names
+    r = run_cli("tools", "list", "--json")  # the default: no example plugins
+    names = [s["name"] for s in json.loads(r.stdout)]
+    assert "TextPlugin.uppercase" in names
+    assert not [n for n in names if n.startswith(EXAMPLES)], names
+    (tmp_path / "config.toml").write_text("examples = true\n")
+    r = run_cli("tools", "list", "--json", env={"LOCALAGENT_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert "WeatherPlugin.GetWeather" in [s["name"] for s in json.loads(r.stdout)]
+    r = run_cli("tools", "list", "--json", env={"LOCALAGENT_EXAMPLES": "1"})
+    assert "WeatherPlugin.GetWeather" in [s["name"] for s in json.loads(r.stdout)]
 
 
 def test_call_prints_json(plugin_file: Path) -> None:
-    r = run_cli("tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C")
+    r = run_cli("tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C", "--examples")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == 20000
     r = run_cli(
@@ -99,24 +111,37 @@ def test_call_prints_json(plugin_file: Path) -> None:
         str(plugin_file),
     )
     assert r.returncode == 0 and json.loads(r.stdout) == 2
-    r = run_cli("tools", "call", "PersonalAssistant.GetPerson", "--arg", "name=Furina")
+    r = run_cli("tools", "call", "PersonalAssistant.GetPerson", "--arg", "name=Furina",
+                "--examples")
     assert json.loads(r.stdout)["age"] == 16
 
 
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["tools", "call", "DemoPlugin.GetInvoce"], ["unknown function", "DemoPlugin.GetInvoice"]),
-        (["tools", "call", "DemoPlugin.GetInvoice"], ["missing argument 'company'"]),
         (
-            ["tools", "call", "DemoPlugin.GetInvoice", "--arg", "company=C", "--arg", "x=1"],
+            ["tools", "call", "DemoPlugin.GetInvoce", "--examples"],
+            ["unknown function", "DemoPlugin.GetInvoice"],
+        ),
+        (["tools", "call", "DemoPlugin.GetInvoice", "--examples"], ["missing argument 'company'"]),
+        (
+            ["tools", "call", "DemoPlugin.GetInvoice", "--examples", "--arg", "company=C",
+             "--arg", "x=1"],
             ["unknown argument 'x'"],
         ),
         (
-            ["tools", "call", "DemoPlugin.Total", "--arg", "value1=lots", "--arg", "value2=1"],
+            ["tools", "call", "DemoPlugin.Total", "--examples", "--arg", "value1=lots",
+             "--arg", "value2=1"],
             ["argument 'value1'", "lots"],
         ),
-        (["tools", "call", "DemoPlugin.Total", "--arg", "value1"], ["expected name=value"]),
+        (
+            ["tools", "call", "DemoPlugin.Total", "--examples", "--arg", "value1"],
+            ["expected name=value"],
+        ),
+        (
+            ["tools", "call", "WeatherPlugin.GetWeather", "--arg", "city=Paris"],
+            ["unknown function", "only with --examples"],
+        ),
         (
             ["tools", "call", "MathPlugin.Calculator", "--arg", "expression=__import__('os')"],
             ["not allowed"],
@@ -156,7 +181,8 @@ def test_plugin_errors_are_one_line(tmp_path: Path, plugin_file: Path) -> None:
 
 
 def test_a_failing_tool_is_exit_1() -> None:
-    r = run_cli("tools", "call", "PersonalAssistant.GetPerson", "--arg", "name=Nobody")
+    r = run_cli("tools", "call", "PersonalAssistant.GetPerson", "--arg", "name=Nobody",
+                "--examples")
     assert_one_line_error(r, "PersonalAssistant.GetPerson failed", "Nobody", code=1)
 
 

@@ -7,7 +7,7 @@ from localagent.tools.registry import default_registry
 
 
 def test_manual_lists_names_descriptions_args_and_returns() -> None:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     text = render_manual(
         registry.specs(
             ["DemoPlugin.GetInvoice", "TimePlugin.add_days", "PersonalAssistant.ListPeople"]
@@ -25,7 +25,7 @@ def test_manual_lists_names_descriptions_args_and_returns() -> None:
 
 
 def test_openai_tools_use_qualified_names_and_the_same_schema() -> None:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     specs = registry.specs(["MathPlugin.Calculator", "CurrencyPlugin.ConvertCurrency"])
     tools = openai_tools(specs)
     assert [t["function"]["name"] for t in tools] == [

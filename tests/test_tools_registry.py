@@ -177,7 +177,7 @@ def test_duplicate_names_are_rejected_atomically() -> None:
 
 
 def test_unknown_function_suggests_close_names() -> None:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     with pytest.raises(UnknownFunctionError, match="did you mean DemoPlugin.GetInvoice"):
         registry.spec("DemoPlugin.GetInvoce")
     with pytest.raises(UnknownFunctionError, match="DemoPlugin.GetInvoice"):
@@ -266,7 +266,7 @@ def test_plugin_load_errors_say_which_file_and_why(tmp_path: Path) -> None:
 
 
 def test_default_registry_contents() -> None:
-    registry = default_registry()
+    registry = default_registry(examples=True)
     for name in (
         "TextPlugin.uppercase",
         "TextPlugin.concat",
@@ -284,3 +284,21 @@ def test_default_registry_contents() -> None:
     bare = default_registry(examples=False)
     assert "DemoPlugin.GetInvoice" not in bare and "MathPlugin.add" in bare
     assert all(s.description for s in registry.specs())
+
+
+def test_example_plugins_only_when_asked_or_named() -> None:
+    """By default (the registry `localagent run` and `Agent()` use) no example plugin is
+    offered, so a weather question is never answered from the demo data."""
+    from localagent.agent import Agent
+    from localagent.tools.examples import EXAMPLE_PLUGINS, WeatherPlugin
+
+    examples = tuple(f"{cls.__name__}." for cls in EXAMPLE_PLUGINS)
+    for registry in (default_registry(), Agent().registry):
+        assert "MathPlugin.add" in registry and "TextPlugin.uppercase" in registry
+        assert not [n for n in registry.names() if n.startswith(examples)]
+        with pytest.raises(UnknownFunctionError) as unknown:
+            registry.spec("WeatherPlugin.GetWeather")
+        assert "only with --examples" in unknown.value.one_line()
+    assert "WeatherPlugin.GetWeather" in Agent(examples=True).registry
+    named = default_registry([WeatherPlugin])  # naming an example plugin loads it
+    assert "WeatherPlugin.GetWeather" in named and "DemoPlugin.GetInvoice" not in named

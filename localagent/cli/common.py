@@ -47,5 +47,19 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+EXAMPLES_HELP = (
+    "Also offer the example plugins, which answer from fixed demo data (DemoPlugin, "
+    "PersonalAssistant, WeatherPlugin, CurrencyPlugin)."
+)
+
+
+def use_examples(flag: bool | None) -> bool:
+    """Whether to offer the example plugins: `--examples/--no-examples`, else
+    `LOCALAGENT_EXAMPLES`, else the config file's `examples`, else no."""
+    from localagent.config import load_settings
+
+    return bool(load_settings(flags={"examples": flag}).value("examples"))
+
+
 def is_tty() -> bool:
     return sys.stdout.isatty()

@@ -14,15 +14,16 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from localagent.cli import app
-from localagent.cli.common import handle_errors
+from localagent.cli.common import EXAMPLES_HELP, handle_errors, use_examples
 
 _HELP = """Execute a saved plan (sequential or tree JSON) with the registered tools.
 
 Example:
 
-    localagent exec plan.json --plugins ./my_tools.py --json
+    localagent exec plan.json --examples --json
 
 where plan.json holds a plan such as {"function": "DemoPlugin.Total", "args": {"value1": 1, "value2": {"function": "DemoPlugin.GetInvoice", "args": {"company": "A"}}}}
+(your own plugins: --plugins ./my_tools.py)
 """
 
 
@@ -31,6 +32,10 @@ Plugins = Annotated[
     Optional[list[str]],  # noqa: UP045 (typer reads the annotation at run time)
     typer.Option("--plugins", metavar="PATH",
                  help="Extra plugin: .py file, package, prompt directory or module (repeat)."),
+]
+Examples = Annotated[
+    Optional[bool],  # noqa: UP045
+    typer.Option("--examples/--no-examples", help=EXAMPLES_HELP),
 ]
 OnError = Annotated[Literal["stop", "continue"], typer.Option(
     "--on-error", help="stop: end at the first failed call; continue: record it and finish "
@@ -42,6 +47,7 @@ OnError = Annotated[Literal["stop", "continue"], typer.Option(
 def exec_command(
     plan_file: PlanFile,
     plugins: Plugins = None,
+    examples: Examples = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 60.0,
     max_calls: Annotated[int, typer.Option(help="Budget of tool calls.")] = 100,
@@ -55,7 +61,7 @@ def exec_command(
     from localagent.trace import describe
 
     plan = plan_from_json(plan_file.read_text(encoding="utf-8"))
-    registry = default_registry(plugins or ())
+    registry = default_registry(plugins or (), examples=use_examples(examples))
     validate(plan, registry, max_depth=max_depth)
     policy = ExecutionPolicy(call_timeout=timeout, max_calls=max_calls, max_seconds=max_seconds,
                              on_error=on_error, max_depth=max_depth)

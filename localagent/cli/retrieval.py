@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from localagent.cli.common import console, err_console, handle_errors
-from localagent.cli.tools import EXAMPLES_HELP, PLUGINS_HELP, _registry, tools_app
+from localagent.cli.tools import EXAMPLES_OPT, PLUGINS_HELP, _registry, tools_app
 
 if TYPE_CHECKING:
     from localagent.retrieval.index import SyncReport, ToolIndex
     from localagent.tools.spec import ToolSpec
 
 
-def _specs(plugins: Sequence[str] | None, examples: bool) -> list[ToolSpec]:
+def _specs(plugins: Sequence[str] | None, examples: bool | None) -> list[ToolSpec]:
     return list(_registry(list(plugins or []), examples).specs())
 
 
@@ -53,7 +53,7 @@ def _report_line(report: SyncReport, index: ToolIndex) -> str:
 @handle_errors
 def index_command(
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
-    examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
+    examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
     rebuild: bool = typer.Option(
         False, "--rebuild", help="Delete the index folder and embed every function again."
     ),
@@ -78,11 +78,11 @@ def search_command(
     query: str = typer.Argument(..., help="What you want to do, in words."),
     top_k: int = typer.Option(10, "--top-k", min=1, help="How many functions to show."),
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
-    examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
+    examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
 ) -> None:
     """Show the functions closest in meaning to QUERY, with their similarity scores.
 
-    Example: localagent tools search "convert euros to dollars" --top-k 5
+    Example: localagent tools search "convert euros to dollars" --top-k 5 --examples
     """
     from rich.table import Table
 

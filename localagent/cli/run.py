@@ -14,22 +14,22 @@ from typing import Any
 import typer
 
 from localagent.cli import app
-from localagent.cli.common import console, handle_errors
+from localagent.cli.common import EXAMPLES_HELP, console, handle_errors
 
 _RUN_HELP = """Reach a goal with the tools: plan with the model, then execute.
 
 Example:
 
     localagent run "How much is the difference between the total of company C, F and
-    the total of company A, E ?" --planner tree
+    the total of company A, E ?" --planner tree --examples
 """
 
 _PLAN_HELP = """Print the plan (JSON) the model makes for a goal, without executing it.
 
 Example:
 
-    localagent plan "What is the total of the invoices of A and C?" > plan.json &&
-    localagent exec plan.json
+    localagent plan "What is the total of the invoices of A and C?" --examples > plan.json &&
+    localagent exec plan.json --examples
 """
 
 PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
@@ -37,6 +37,7 @@ PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
                            "(repeat for several).")
 MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
                          "(default: $LOCALAGENT_MODEL, else the catalog default).")
+EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP)
 
 
 ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
@@ -73,10 +74,11 @@ def _settings(**flags: Any) -> Any:
 
 
 def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
-           techniques: str) -> Any:
+           techniques: str, examples: bool = False) -> Any:
     from localagent.agent import Agent
 
-    return Agent(model, plugins or (), filter=flt, constrain=constrain, techniques=techniques)
+    return Agent(model, plugins or (), filter=flt, constrain=constrain, techniques=techniques,
+                 examples=examples)
 
 
 TECHNIQUES_OPT = typer.Option(
@@ -109,6 +111,7 @@ def run_command(
                                        "tools (default: from config, else tree)"),
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
+    examples: bool | None = EXAMPLES_OPT,
     max_iterations: int | None = typer.Option(None, "--max-iterations",
                                               help="Most model steps (react, tools; "
                                               "default: from config, else 5)."),
@@ -136,12 +139,13 @@ def run_command(
     if verbose and quiet:
         raise UsageError("--verbose and --quiet exclude each other")
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
-                    constrain=False if no_constrain else None, techniques=techniques)
+                    constrain=False if no_constrain else None, techniques=techniques,
+                    examples=examples)
     planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
     agent = _agent(_verbose_model(cfg.value("model")) if verbose else cfg.value("model"),
                    plugins, cfg.value("constrain"),
                    _filter(threshold, max_tools, include, exclude, exclude_plugin),
-                   cfg.value("techniques"))
+                   cfg.value("techniques"), cfg.value("examples"))
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
@@ -186,6 +190,7 @@ def plan_command(
                                        "(default: from config if a plan planner, else tree)"),
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
+    examples: bool | None = EXAMPLES_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
     techniques: str | None = TECHNIQUES_OPT,
@@ -202,13 +207,13 @@ def plan_command(
     if planner is not None and planner not in ("tree", "sequential"):
         raise UsageError(f"--planner must be tree or sequential for a plan, not {planner!r}")
     cfg = _settings(model=model, constrain=False if no_constrain else None,
-                    techniques=techniques)
+                    techniques=techniques, examples=examples)
     if planner is None:
         configured = cfg.value("planner")
         planner = configured if configured in ("tree", "sequential") else "tree"
     agent = _agent(cfg.value("model"), plugins, cfg.value("constrain"),
                    _filter(threshold, max_tools, include, exclude, exclude_plugin),
-                   cfg.value("techniques"))
+                   cfg.value("techniques"), cfg.value("examples"))
     if show_tools:
         _show_tools(agent, goal, err_console)
     plan = agent.plan(goal, planner=planner)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from localagent.cli import app
-from localagent.cli.common import console, handle_errors
+from localagent.cli.common import EXAMPLES_HELP, console, handle_errors, use_examples
 from localagent.errors import LocalAgentError, RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from localagent.tools.spec import ToolResult, ToolSpec
 
 tools_app = typer.Typer(
-    help="List and call the available functions (built-ins, examples, your plugins).\n\n"
+    help="List and call the available functions (built-ins, your plugins, --examples).\n\n"
     "Example: localagent tools list --plugins my_tools.py",
     no_args_is_help=True,
 )
@@ -30,12 +30,13 @@ PLUGINS_HELP = (
     "Plugin to load besides the built-ins: a .py file, a package, a module name "
     "or a prompt-plugin folder (repeatable)."
 )
-EXAMPLES_HELP = (
-    "Include the example plugins (DemoPlugin, PersonalAssistant, WeatherPlugin, CurrencyPlugin)."
-)
+EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP)
 
 
-def _registry(plugins: list[str] | None, examples: bool, model: str | None = None) -> ToolRegistry:
+def _registry(
+    plugins: list[str] | None, examples: bool | None, model: str | None = None
+) -> ToolRegistry:
+    """The built-ins, the example plugins if asked for (flag, env or config), `plugins`."""
     from localagent.tools.registry import default_registry
 
     def load_model() -> Any:
@@ -43,14 +44,14 @@ def _registry(plugins: list[str] | None, examples: bool, model: str | None = Non
 
         return load_llm(model)
 
-    return default_registry(plugins or [], llm=load_model, examples=examples)
+    return default_registry(plugins or [], llm=load_model, examples=use_examples(examples))
 
 
 @tools_app.command("list")
 @handle_errors
 def list_tools(
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
-    examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
+    examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
     as_json: bool = typer.Option(False, "--json", help="Print the specs as JSON instead."),
 ) -> None:
     """Show every function with its arguments, return type and description.
@@ -101,7 +102,7 @@ def call_tool(
         None, "--arg", "-a", help="An argument as name=value (repeatable); JSON values accepted."
     ),
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
-    examples: bool = typer.Option(True, "--examples/--no-examples", help=EXAMPLES_HELP),
+    examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
     model: Optional[str] = typer.Option(  # noqa: UP045
         None,
         "--model",
@@ -116,7 +117,7 @@ def call_tool(
 ) -> None:
     """Call one function and print its result as JSON.
 
-    Example: localagent tools call DemoPlugin.GetInvoice --arg company=C
+    Example: localagent tools call DemoPlugin.GetInvoice --arg company=C --examples
     """
     registry = _registry(plugins, examples, model)
     spec = registry.spec(function)

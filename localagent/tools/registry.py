@@ -141,8 +141,15 @@ class ToolRegistry:
         return [self._tools[n].spec for n in sorted(chosen)]
 
     def _unknown(self, name: object) -> UnknownFunctionError:
+        from localagent.tools.examples import EXAMPLE_PLUGINS
+
         suggestions = suggest(str(name), list(self._tools))
         message = f"unknown function {name!r}"
+        plugin = str(name).split(".")[0]
+        loaded = {n.split(".")[0] for n in self._tools}
+        if plugin in {cls.__name__ for cls in EXAMPLE_PLUGINS} - loaded:
+            return UnknownFunctionError(
+                message, hint="an example plugin: offered only with --examples (examples=True)")
         if suggestions:
             return UnknownFunctionError(f"{message}; did you mean {', '.join(suggestions)}?")
         return UnknownFunctionError(message, hint="`localagent tools list` shows every function")
@@ -234,9 +241,10 @@ def default_registry(
     plugins: Sequence[str | Path | object] = (),
     *,
     llm: LLMSource = None,
-    examples: bool = True,
+    examples: bool = False,
 ) -> ToolRegistry:
-    """Built-ins always; the example plugins when `examples`; then each given plugin."""
+    """Built-ins always; the example plugins (fixed demo data) only when `examples`; then
+    each given plugin."""
     from localagent.tools.builtins import BUILTIN_PLUGINS
     from localagent.tools.examples import EXAMPLE_PLUGINS
 

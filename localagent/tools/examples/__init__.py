@@ -1,7 +1,9 @@
 """Example plugins for the documented scenarios, with fixed offline data.
 
-Used by the CLI (`localagent tools list` shows them unless `--no-examples`), the
-benchmarks and the tests. Their descriptions are written for a 0.5B model to plan from.
+Offered only when asked for (`--examples`, config `examples = true`,
+`Agent(examples=True)`, `default_registry(examples=True)`) or named (a benchmark suite's
+`plugins:`), so no user's question is answered from demo data. Their descriptions are
+written for a 0.5B model to plan from.
 """
 
 from __future__ import annotations
