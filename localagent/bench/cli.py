@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from localagent.bench.external.bfcl import DEVELOPMENT
 from localagent.bench.runner import FILTER_MODES_HELP
 from localagent.errors import LocalAgentError, UsageError
 from localagent.paths import REPO_DIR
@@ -99,6 +100,26 @@ def parser() -> argparse.ArgumentParser:
         help="rebuild table, summary and chart from the results; run nothing",
     )
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
+    p.add_argument(
+        "--external",
+        default="",
+        help="run public benchmarks instead of --suite: bfcl, nestful or both "
+        "(comma-separated); the raw baseline (the model prompted directly) runs beside "
+        "every planner; data packages are fetched from PyPI on first use",
+    )
+    p.add_argument(
+        "--per-category",
+        type=int,
+        default=8,
+        help="with --external: evenly spaced cases per BFCL category and NESTFUL "
+        "source (0: all)",
+    )
+    p.add_argument(
+        "--bfcl-categories",
+        default=",".join(DEVELOPMENT),
+        help="with --external bfcl: comma-separated categories (the development set by "
+        "default; live_simple and live_multiple are the held-out check)",
+    )
     return p
 
 
@@ -156,6 +177,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # a wide table stays readable in logs and pipes; a terminal keeps its own width
     console = Console(width=None if sys.stdout.isatty() else 200)
+    if args.external:
+        return _run_external(args, console)
     suite = load_suite(args.suite).select(_split(args.tasks) or None, args.limit)
     out_dir = args.out or default_out_dir(suite.name)
     bench = Benchmark(suite, out_dir, temperature=args.temperature, load=_loader(args.threads))
@@ -178,6 +201,41 @@ def run(argv: Sequence[str] | None = None) -> int:
         _run_with_progress(bench, pending, console)
     _report(bench, out_dir, console, chart=not args.no_chart)
     return 0
+
+
+def _run_external(args: argparse.Namespace, console: Any) -> int:
+    from localagent.bench.external.report import bfcl_table, markdown, nestful_table
+    from localagent.bench.external.run import RAW, ExternalBenchmark, plan_external
+    from localagent.planners.techniques import parse_variants
+
+    out_dir = args.out or default_out_dir("external")
+    load = _loader(args.threads) or _default_load
+    bench = ExternalBenchmark(out_dir, load)
+    if not args.report_only:
+        planners = [RAW, *[p for p in _split(args.planners) if p != RAW]]
+        runs = plan_external(_split(args.external), planners, _models(args),
+                             parse_variants(args.techniques),
+                             bfcl_categories=_split(args.bfcl_categories),
+                             per_category=args.per_category)
+        pending = bench.pending(runs)
+        console.print(f"external {args.external}: {len(runs)} runs, "
+                      f"{len(runs) - len(pending)} already done, results in {out_dir}",
+                      highlight=False)
+        _run_with_progress(bench, pending, console)
+    records = bench.results.records()
+    console.print(bfcl_table(records))
+    console.print(nestful_table(records))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "summary.md").write_text(markdown(records) + "\n", encoding="utf-8")
+    console.print(f"raw results {bench.results.path}; tables {out_dir / 'summary.md'}",
+                  highlight=False)
+    return 0
+
+
+def _default_load(name: str) -> Any:
+    from localagent.llm import load_llm
+
+    return load_llm(name)
 
 
 def _run_with_progress(bench: Any, pending: list[Any], console: Any) -> None:

@@ -67,8 +67,8 @@ def json_schema(bfcl: dict[str, Any]) -> dict[str, Any]:
             out[key] = json_schema(value)
         elif key in ("description", "enum", "required", "default"):
             out[key] = value
-    if out.get("type") == "object" and "properties" in out:
-        out["required"] = [r for r in out.get("required", []) if r in out["properties"]]
+    if "required" in out and "properties" in out:
+        out["required"] = [r for r in out["required"] if r in out["properties"]]
     return out
 
 
