@@ -170,6 +170,8 @@ def test_react_final_only_and_allowed_answers() -> None:
     c = G.react_step(TOOLS, final_only=True, allowed_finals=["21100", "Oslo"])
     assert matches(c, "Thought: ok\nFinal Answer: 21100")
     assert not matches(c, "Thought: ok\nFinal Answer: 21101")
+    assert matches(c, "Thought: ok\nFinal Answer: Oslo")  # the prefix comes before every one
+    assert not matches(c, "Thought: ok\nOslo")
     assert not matches(c, 'Thought: ok\nAction: Text.Upper\nAction Input: {"text": "a"}')
 
 

@@ -27,6 +27,7 @@ from localagent.planners.techniques import Techniques, parse_spec, parse_variant
 from localagent.planners.tree import TreePlanner
 from localagent.tools.manual import render_manual
 from localagent.tools.registry import default_registry
+from localagent.tools.spec import ToolSpec
 
 
 def compact(value: object) -> str:
@@ -150,6 +151,8 @@ def test_grounded_react_grammar_admits_only_observed_answers(registry) -> None:
     tools = demo(registry)
     grounded = react_step(tools, allowed_finals=["21100", "6700"])
     assert matches(grounded, "Thought: done\nFinal Answer: 21100")
+    assert matches(grounded, "Thought: done\nFinal Answer: 6700")  # every one, after the prefix
+    assert not matches(grounded, "Thought: done\n6700")
     assert not matches(grounded, "Thought: done\nFinal Answer: 21000")
     must_act = react_step(tools, allow_final=False)
     assert not matches(must_act, "Thought: done\nFinal Answer: 21100")
@@ -237,10 +240,9 @@ def test_steps_reasoning_names_only_real_functions(registry) -> None:
     assert not matches(planner.constraint(), compact({"reasoning": seven, "plan": plan}))
 
 
-def test_mentions_leave_only_named_keys_or_a_lookup(registry) -> None:
-    """"the invoice of C plus D's": company may be C or D; a goal naming no company leaves
-    no literal, so the grammar admits only a nested call there (none fits: no plan)."""
-    from localagent.errors import ConstraintError
+def test_mentions_leave_only_named_keys(registry) -> None:
+    """"the invoice of C plus D's": company may be C or D; a goal naming no company, with no
+    function that returns one, leaves the enum whole (the function stays callable)."""
     from localagent.planners.mentions import anchor_to_goal, mentioned
 
     assert mentioned("C", "the invoice of C plus D's") and not mentioned("C", "the CFO")
@@ -258,11 +260,86 @@ def test_mentions_leave_only_named_keys_or_a_lookup(registry) -> None:
                    value2=call("DemoPlugin.GetInvoice", company="A"))
     assert matches(grammar, compact(ok)) and not matches(grammar, compact(guessed))
     nothing = planner.tools_for("What is the biggest invoice?")
-    assert matches(planner.constraint(nothing), compact(call("DemoPlugin.Total", value1=1,
-                                                               value2=2)))
-    only_invoice = [t for t in nothing if t.name == "GetInvoice"]
-    with pytest.raises(ConstraintError):
-        planner.constraint(only_invoice)
+    whole = next(t for t in nothing if t.name == "GetInvoice")
+    assert whole == next(t for t in tools if t.name == "GetInvoice")
+    assert matches(planner.constraint([whole]), compact(call("DemoPlugin.GetInvoice",
+                                                             company="A")))
+
+
+def _spec(name: str, props: dict, returns: dict) -> ToolSpec:
+    return ToolSpec("Money", name, name, {"type": "object", "properties": props,
+                                          "required": list(props)}, returns)
+
+
+CURRENCY = {"type": "string", "enum": ["USD", "EUR"]}
+TO_CURRENCY = _spec("Convert", {"amount": {"type": "number"}, "source": CURRENCY,
+                            "target": CURRENCY}, {"type": "number"})
+HOME_CURRENCY = _spec("HomeCurrency", {"country": {"type": "string", "enum": ["Kenya", "Chile"]}},
+             {"type": "string"})
+
+
+def test_mentions_narrow_an_enum_to_nothing_only_when_a_call_can_give_its_value() -> None:
+    """The goal names no currency code: with no function returning a currency, both enums
+    stay whole and the function stays in the grammar; with one, the value must come from
+    it (a nested call) and a code the goal does not state is refused."""
+    from localagent.planners.mentions import anchor_to_goal
+
+    def planner(tools: list) -> TreePlanner:
+        return TreePlanner(ScriptedLLM([]), tools, PlannerSettings(
+            techniques=Techniques.parse("mentions")))
+
+    goal = "How many dollars is 100 euros?"
+    props = anchor_to_goal([TO_CURRENCY], goal)[0].parameters["properties"]
+    assert props["source"] == props["target"] == CURRENCY
+    alone = planner([TO_CURRENCY])
+    plan = call("Money.Convert", amount=100, source="EUR", target="USD")
+    assert matches(alone.constraint(alone.tools_for(goal)), compact(plan))
+    step = react_step(anchor_to_goal([TO_CURRENCY], goal))
+    assert matches(step, 'Thought: t\nAction: Money.Convert\nAction Input: '
+                         '{"amount": 100, "source": "EUR", "target": "USD"}')
+
+    goal = "How much is 100 in the currency of Kenya, in the currency of Chile?"
+    both = planner([TO_CURRENCY, HOME_CURRENCY])
+    convert = anchor_to_goal([TO_CURRENCY, HOME_CURRENCY], goal)[0].parameters["properties"]
+    assert convert["source"]["enum"] == convert["target"]["enum"] == []
+    grammar = both.constraint(both.tools_for(goal))
+
+    def home(country: str) -> dict:
+        return call("Money.HomeCurrency", country=country)
+
+    looked_up = call("Money.Convert", amount=100, source=home("Kenya"), target=home("Chile"))
+    guessed = call("Money.Convert", amount=100, source="USD", target=home("Chile"))
+    assert matches(grammar, compact(looked_up)) and not matches(grammar, compact(guessed))
+    # a function's own result does not count: its innermost call would need a value too
+    boss = _spec("Boss", {"name": {"type": "string", "enum": ["Ann", "Bo"]}},
+                 {"type": "string", "enum": ["Ann", "Bo"]})
+    assert anchor_to_goal([boss], "Who is the boss of the boss?")[0] == boss
+
+
+def test_mentions_read_values_and_numbers_in_every_script(registry) -> None:
+    """A value is named where the characters next to it do not continue it: a letter or
+    digit of its own spaced script does, punctuation, spaces and characters of a script
+    written without spaces do not; a value in such a script is found anywhere."""
+    from localagent.planners.mentions import anchor_to_goal, mentioned, stated_numbers
+
+    for goal in ("Leena的年薪是多少？", "What is Leena's salary?", "¿Cuál es el sueldo de Leena?",
+                 "Wie hoch ist Leenas Gehalt, Leena?", "Leenaの給料は？", "Leena의 연봉은?",
+                 "Зарплата Leena?", "ＬＥＥＮＡ的年薪"):
+        assert mentioned("Leena", goal), goal
+    for goal in ("Wie hoch ist Leenas Gehalt?", "Leena2", "Leenaé", "Kleena", "Leena_x"):
+        assert not mentioned("Leena", goal), goal
+    assert mentioned("Kenya", "Kenya的首都") and not mentioned("Kenya", "the Kenyan capital")
+    assert mentioned("The Salt Road", "The Salt Road这本书有多少页？")
+    assert mentioned("北京", "从北京到上海有多远？") and mentioned("서울", "서울에서 부산까지")
+    assert mentioned("กรุงเทพ", "ไปกรุงเทพกี่กิโล") and mentioned("Москва", "Москва, 250 км")
+    assert not mentioned("Москва", "Москвабад")
+    assert stated_numbers("车辆Dingo跑250公里的行程要用多少升油？") == [250]
+    assert stated_numbers("a 250 km trip at 3.5 l and 1,000 more") == [250, 3.5, 1000]
+    assert stated_numbers("3,5 litres, 1,000公里") == [3.5, 1000]
+    assert stated_numbers("250km, v2, x-") == []
+    zh = anchor_to_goal(demo(registry), "公司C和D的发票一共是多少？")
+    invoice = next(t for t in zh if t.name == "GetInvoice")
+    assert invoice.parameters["properties"]["company"]["enum"] == ["C", "D"]
 
 
 def test_mentions_numbers_come_from_the_goal_or_constants(registry) -> None:
