@@ -196,13 +196,13 @@ def _compact(plan: Any) -> str:
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_every_technique_grammar_admits_the_reference_plan(task: Task) -> None:
     """`mentions`, typed nesting (declared return values), `answer`, `cover`, `head`,
-    `once`, `nouns`, `shallow` and `numbers` narrow the tree grammar; a narrowing that
+    `nouns`, `shallow` and `numbers` narrow the tree grammar; a narrowing that
     forbade a right plan would cost accuracy silently."""
     plan = _compact(task.solution)
     assert matches(_grammar(task, "mentions+cover+answer"), plan)
     assert matches(_grammar(task, "mentions+shallow"), plan)
     assert matches(_grammar(task, "mentions+together+answer"), plan)
-    assert matches(_grammar(task, "mentions+together+answer+head+once+nouns+shallow+numbers"),
+    assert matches(_grammar(task, "mentions+together+answer+head+nouns+shallow+numbers"),
                    plan)
 
 

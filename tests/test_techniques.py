@@ -61,6 +61,8 @@ def test_techniques_parse_label_and_reject_bad_specs() -> None:
     for bad in ("reasonin", "vote=x", "reasoning=1", "vote=0", "replan=9"):
         with pytest.raises(UsageError):
             Techniques.parse(bad)
+    with pytest.raises(UsageError, match="unknown technique 'once'"):
+        Techniques.parse("once")  # deleted: it read a goal's words to forbid nesting
 
 
 # --- backward references in step-list plans -------------------------------------------
@@ -184,8 +186,7 @@ def test_each_planner_has_its_measured_default(registry) -> None:
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(
         grounded=True, cover=True, calls=True, head=True, nouns=True, result=True)
     assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        answer=True, together=True, head=True, once=True, nouns=True, shallow=True,
-        numbers=True)
+        answer=True, together=True, head=True, nouns=True, shallow=True, numbers=True)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
         answer=True, named=True, head=True, typed=True, distinct=True)
 

@@ -189,16 +189,6 @@ def test_head_roots_a_comparison_in_subtract(default_llm) -> None:
     assert result.plan["root"]["function"] == "MathPlugin.subtract", result.plan
 
 
-def test_once_does_not_nest_the_manager_in_itself(default_llm) -> None:
-    """Without `once`: GetManager(GetManager(GetDriver(Condor))) (stop 15)."""
-    runner, task = _suite_agent(default_llm, "mentions+together+answer+head+once",
-                                "chain-manager-of-condor-driver")
-    result = runner.run(task.goal, planner="tree")
-    assert result.plan is not None, result.to_dict()
-    filled = _calls(result.plan["root"])
-    assert ("name", "Staff.GetManager") not in filled, filled
-
-
 def test_nouns_calls_the_manager_the_possessive_names(default_llm) -> None:
     """With `head` alone: GetDepartment(Ingrid), the manager lost (this stop)."""
     runner, task = _suite_agent(default_llm, "mentions+together+answer+head+nouns",

@@ -84,7 +84,7 @@ def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
 TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
     "(reasoning, steps, similar, mentions, grounded, cover, calls, together, check, answer, "
-    "head, once, nouns, shallow, numbers, result, ordered, distinct, typed, compact, "
+    "head, nouns, shallow, numbers, result, ordered, distinct, typed, compact, "
     "backrefs, pipe, named, replan=N, vote=K); see README.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")

@@ -481,7 +481,7 @@ def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
-              roots: Sequence[str] | None = None, no_self: Sequence[str] = (),
+              roots: Sequence[str] | None = None,
               needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
               numbers: Sequence[float] = (),
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
@@ -491,15 +491,13 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     `cover`: enum values that the plan must each pass to some call (grammar/covering.py;
     ignored unless 1..4 values); `groups`: the group of each of them (values the goal
     lists together), each group combined in one call before meeting the others.
-    `roots`: the qualified names the outermost call may have
-    (None: any function). `no_self`: functions whose arguments may not be calls of
-    themselves (`GetManager(GetManager(..))`). `needs`: groups of qualified names; the
-    plan must call a function of each group (as many as fit with `cover` in the covering
-    grammar's 4 items). `shallow`: functions (arithmetic) that may stand only in the
-    outer two levels, and in the second only with a call among their arguments (in the
-    covering grammar: only where they first use a named value or needed function; a
-    stated number alone does not count, or `multiply(GetSalary(Dev), 12)` would repeat a
-    lookup the plan already made).
+    `roots`: the qualified names the outermost call may have (None: any function).
+    `needs`: groups of qualified names; the plan must call a function of each group (as
+    many as fit with `cover` in the covering grammar's 4 items). `shallow`: functions
+    (arithmetic) that may stand only in the outer two levels, and in the second only with
+    a call among their arguments (in the covering grammar: only where they first use a
+    named value or needed function; a stated number alone does not count, or
+    `multiply(GetSalary(Dev), 12)` would repeat a lookup the plan already made).
     `numbers`: numbers the plan must each pass to some call (covering items after `cover`,
     before `needs`).
     """
@@ -513,12 +511,12 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
-               "roots": root_names, "no_self": tuple(sorted(no_self)), "needs": needs,
+               "roots": root_names, "needs": needs,
                "shallow": tuple(sorted(shallow)), "numbers": numbers}
     bounds = Bounds(**{**vars(bounds), "max_items": min(bounds.max_items, max_list)})
     return _cached("tree", tools, options, lambda: _TreeBuilder(
         tools, depth, bounds, reasoning_chars, reasoning_steps, cover, root_names,
-        options["groups"], no_self, needs, shallow, numbers).build())
+        options["groups"], needs, shallow, numbers).build())
 
 
 class _TreeBuilder:
@@ -528,11 +526,10 @@ class _TreeBuilder:
     def __init__(self, tools: Sequence[ToolSpec], depth: int, bounds: Bounds,
                  reasoning_chars: int, reasoning_steps: bool = False,
                  cover: Sequence[str] = (), roots: Sequence[str] | None = None,
-                 groups: Sequence[int] = (), no_self: Sequence[str] = (),
+                 groups: Sequence[int] = (),
                  needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
                  numbers: Sequence[float] = ()) -> None:
         self.tools, self.depth, self.reasoning = list(tools), depth, reasoning_chars
-        self.no_self = {i for i, t in enumerate(self.tools) if t.qualified_name in no_self}
         self.shallow = {i for i, t in enumerate(self.tools) if t.qualified_name in shallow}
         self.steps, self.cover = reasoning_steps, tuple(cover)
         self.groups, self.needs, self.numbers = tuple(groups), tuple(needs), tuple(numbers)
@@ -573,14 +570,14 @@ class _TreeBuilder:
         params = tool.parameters
 
         def hook(schema: Schema) -> str | None:
-            return None if schema is params else self._fit_rule(level + 1, schema, params, i)
+            return None if schema is params else self._fit_rule(level + 1, schema, params)
 
         self.rules.root = params
         every_required = set(params.get("required", [])) == set(params.get("properties") or {})
         if i in self.shallow and level >= 2 and every_required:
             args = self._args_with_a_call(level, i)
         else:
-            args = self.rules.value(params, 0, hook, self.tag(level, i))
+            args = self.rules.value(params, 0, hook, f"L{level}")
         if args is None:
             self._calls[(level, i)] = None
             return None
@@ -595,7 +592,7 @@ class _TreeBuilder:
         props: dict[str, Schema] = params.get("properties") or {}
         keys = list(props)
         plain = {k: self.rules.value(props[k], 1, None, "") for k in keys}
-        calls = {k: self._fit_rule(level + 1, props[k], params, i) for k in keys}
+        calls = {k: self._fit_rule(level + 1, props[k], params) for k in keys}
         either = {k: " | ".join(x for x in (plain[k], calls[k]) if x) for k in keys}
         alts = []
         for j, key in enumerate(keys):
@@ -606,23 +603,15 @@ class _TreeBuilder:
                 alts.append(f'"{{" {body} "}}"')
         return self.rules.add("shallow", " | ".join(alts)) if alts else None
 
-    def tag(self, level: int, i: int) -> str:
-        """The key of tool i's argument rules at `level`: shared by every tool, except
-        that a tool that may not take its own result needs rules of its own."""
-        return f"L{level}" + (f"x{i}" if i in self.no_self else "")
-
-    def _fit_rule(self, level: int, schema: Schema, root: Schema,
-                  parent: int | None = None) -> str | None:
-        """The calls that may stand at `level` as an argument of `schema` (in the call of
-        tool `parent`, which is left out when it may not take its own result)."""
+    def _fit_rule(self, level: int, schema: Schema, root: Schema) -> str | None:
+        """The calls that may stand at `level` as an argument of `schema`."""
         if level > self.depth:
             return None
-        own = parent if parent in self.no_self else None
-        key = (level, json.dumps(schema, sort_keys=True, default=str), own)
+        key = (level, json.dumps(schema, sort_keys=True, default=str))
         if key not in self._fits:
             self._fits[key] = None  # guard against self-reference while building
             callees = [i for i, t in enumerate(self.tools)
-                       if i != own and fits(schema, t.returns, root)
+                       if fits(schema, t.returns, root)
                        and not (i in self.shallow and level > 2)]
             saved = self.rules.root
             names = [n for n in (self._call(level, i) for i in callees) if n]

@@ -128,7 +128,7 @@ class CoveringRules:
             if k in required:
                 continue
             v = self.b.rules.value(schema, 1, lambda sch: self.b._fit_rule(
-                level + 1, sch, params, i), self.b.tag(level, i))
+                level + 1, sch, params), f"L{level}")
             if v:
                 tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
         args = " ".join(['"{"', first, *tail, '"}"'])
@@ -147,12 +147,12 @@ class CoveringRules:
         head = lit(jtext(name) + ": ")
         alts = []
         if p == len(required) - 1:
-            v = self.value(level, props[name], s, t, params, i)
+            v = self.value(level, props[name], s, t, params)
             if v:
                 alts.append(f"{head} {v}")
         else:
             for m in _between(s, t):
-                v = self.value(level, props[name], s, m, params, i)
+                v = self.value(level, props[name], s, m, params)
                 rest = self._seq(level, i, p + 1, m, t) if v else None
                 if v and rest:
                     alts.append(f'{head} {v} ", " {rest}')
@@ -160,13 +160,10 @@ class CoveringRules:
         self._seqs[key] = rule
         return rule
 
-    def value(self, level: int, schema: Schema, s: int, t: int, root: Schema,
-              parent: int) -> str | None:
-        """An argument value of `schema` in a call of tool `parent` at `level`, moving `s`
-        to `t`."""
-        own = parent if parent in self.b.no_self else None
-        key = (level, json.dumps(schema, sort_keys=True, default=str) + str(id(root)), s, t,
-               own)
+    def value(self, level: int, schema: Schema, s: int, t: int,
+              root: Schema) -> str | None:
+        """An argument value of `schema` in a call at `level`, moving `s` to `t`."""
+        key = (level, json.dumps(schema, sort_keys=True, default=str) + str(id(root)), s, t)
         if key in self._values:
             return self._values[key]
         self._values[key] = None
@@ -186,7 +183,7 @@ class CoveringRules:
                 alts.append(plain)
         if level + 1 <= self.b.depth:
             for j, tool in enumerate(self.b.tools):
-                if j != own and fits(schema, tool.returns, root):
+                if fits(schema, tool.returns, root):
                     c = self.call(level + 1, j, s, t)
                     if c:
                         alts.append(c)

@@ -37,9 +37,6 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               |                    | subtract, "per": divide) or its head noun ("What is the   |
 |               |                    | yearly salary of ...": GetSalary) (head.py)               |
 |               | react, tools       | no answer before one of those functions was called        |
-| once          | tree               | a one-argument function the goal names once may not take  |
-|               |                    | its own result (`GetManager(GetManager(..))`); one mapping|
-|               |                    | a thing to its own kind is out unless named (nesting.py)  |
 | numbers       | tree               | with mentions: every number the goal states ("12 equal    |
 |               |                    | parts", "a 250 km trip") is passed to some call           |
 | shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
@@ -100,7 +97,6 @@ class Techniques:
     check: bool = False
     answer: bool = False
     head: bool = False
-    once: bool = False
     nouns: bool = False
     shallow: bool = False
     numbers: bool = False
@@ -126,7 +122,7 @@ class Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, cover=False, calls=False, together=False, check=False,
-                          answer=False, head=False, once=False, nouns=False, shallow=False,
+                          answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,
                           compact=False, backrefs=False, pipe=False,
@@ -197,7 +193,8 @@ class Techniques:
 # asks for prose, so the suite is unchanged; the core suite's text goals 2/6 -> 3/6), ReAct
 # `cover` and `calls` (18/47 -> 25/47 over both halves of the generalisation suite at
 # 1.02x the tokens; `calls` alone 22/47); tool calling not `calls` (8/24 -> 6/24).
-# Stop 16: the tree planner takes `head`, `once`, `nouns`, `shallow` and `numbers`
+# Stop 16: the tree planner takes `head`, `nouns`, `shallow` and `numbers` (and `once`,
+# since deleted: issue 20)
 # (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16"), ReAct
 # `head` and `nouns` (25/47 -> 31/47 at 1.01x the tokens), the sequential planner `head`
 # (20/47 -> 30/47 at 0.97x the tokens).
@@ -214,9 +211,8 @@ PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, ch
                                                                calls=True, head=True,
                                                                nouns=True, result=True),
                                            "tree": Techniques(answer=True, together=True,
-                                                              head=True, once=True,
-                                                              nouns=True, shallow=True,
-                                                              numbers=True),
+                                                              head=True, nouns=True,
+                                                              shallow=True, numbers=True),
                                            "sequential": Techniques(answer=True, named=True,
                                                                     head=True, typed=True,
                                                                     distinct=True)}

@@ -28,7 +28,7 @@ from localagent.planners.coverage import listed_groups, named_enum_values
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal, stated_numbers
-from localagent.planners.nesting import arithmetic, no_self_nesting, unnamed_self_maps
+from localagent.planners.nesting import arithmetic
 from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
@@ -72,25 +72,19 @@ class TreePlanner:
         """The plan grammar; with `cover` and a goal, one that must use every enum value
         the goal names (grammar/covering.py); with `answer`, one whose outermost call
         returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is
-        what the question's head names (head.py); with `once`, one in which a lookup the goal
-        names once is not applied to its own result, nor an unnamed person-to-person
-        lookup used at all (nesting.py); with `shallow`, arithmetic only in the outer two
-        levels (nesting.py); with `nouns`, one calling
-        the functions its possessives and of-phrases name (nouns.py); with `numbers` (and
-        `mentions`), one passing every number the goal states to a call; with `together`, the
-        covering grammar in which values listed together ("C, F") are combined in one call
-        before meeting the others. A restriction that no plan over these tools can meet is
+        what the question's head names (head.py); with `shallow`, arithmetic only in the
+        outer two levels (nesting.py); with `nouns`, one calling the functions its
+        possessives and of-phrases name (nouns.py); with `numbers` (and `mentions`), one
+        passing every number the goal states to a call; with `together`, the covering
+        grammar in which values listed together ("C, F") are combined in one call before
+        meeting the others. A restriction that no plan over these tools can meet is
         dropped (`nouns` first, then `numbers`, then `answer`)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
-        if t.once and goal:
-            unsaid = unnamed_self_maps(goal, shown)
-            shown = [tool for tool in shown if tool.qualified_name not in unsaid] or shown
         cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
         groups = listed_groups(goal, cover) if t.together else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
-                   "no_self": no_self_nesting(goal, shown) if t.once and goal else (),
                    "shallow": arithmetic(shown) if t.shallow else ()}
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
