@@ -70,8 +70,10 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--planners", default="", help="comma-separated planners")
     parser.add_argument("--no-cache-bench", action="store_true")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="llama.cpp threads (default: the physical cores)")
     args = parser.parse_args()
-    llm = load_llm()
+    llm = load_llm(n_threads=args.threads)
     print(f"model {llm.info.name}, {args.seeds} seed(s); usage columns are seed 0's")
     header = (f"{'scenario':9} {'planner':10} {'calls':>5} {'evaluated':>9} {'reused':>7} "
               f"{'compl':>6} {'seconds':>8} solved")

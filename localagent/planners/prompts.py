@@ -149,4 +149,6 @@ TOOLS_SYSTEM = (
     "When the question depends on a condition (\"if ...\"), first call a tool that checks "
     "the condition, and take the next step only if the result shows the condition holds. "
     "Decide the next step from the tool results you already have: if a result makes a "
-    "further step pointless, do not take it. When you can answer, reply in plain text.")
+    "further step pointless, do not take it. When you can answer, reply in plain text. "
+    "If none of the tools can help with the question, say so in one sentence instead of "
+    "calling a tool.")

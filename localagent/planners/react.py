@@ -31,7 +31,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import asks_for_text, grounded_answers
+from localagent.planners.grounding import grounded_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import react_header
 from localagent.tools.spec import ToolSpec
@@ -139,7 +139,7 @@ class ReactPlanner:
         emit = _emitter(out, on_event)
         prompt = react_header(goal, self.tools, self.llm)
         seen: dict[tuple[str, str], str] = {}
-        grounded = self.techniques.grounded and not asks_for_text(goal)
+        grounded = self.techniques.grounded
         t = self.techniques
         coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
                                result=t.result)

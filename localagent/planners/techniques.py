@@ -178,44 +178,24 @@ class Techniques:
                              **values})
 
 
-# Where a planner's measured best differs from `Techniques()` (docs/BENCHMARKS.md): tool
-# calling with `grounded` went from 0% to 41% on the core suite at 1.26x the tokens (the
-# default model describes a call in prose unless a call must come first), while grounded
-# ReAct lost 4 points on the generalisation suite (stop 12; it takes it since stop 17, with `result`).
-# The tree and sequential planners take `answer` (+1 goal of 24 each on the generalisation
-# suite at 1.0x the tokens; its grammars admit every reference plan of the suite: a test
-# checks it). The tree planner also takes `together` (the invoice goal 0/5 -> 4/5, +2 of
-# the 23 held-out suite goals, +0 on the other half, 1.0x tokens), tool calling `check`
-# (the bet scenario 1/5 -> 5/5 with rain and 0/5 -> 5/5 without, the core suite's
-# conditional goals 4/6 -> 6/6 at 1.12x tokens; it acts only on a goal that states a
-# condition that an offered yes/no function decides).
-# Stop 15: the sequential planner takes `named` (the poems 0/1 -> 5/5 seeds; no suite goal
-# asks for prose, so the suite is unchanged; the core suite's text goals 2/6 -> 3/6), ReAct
-# `cover` and `calls` (18/47 -> 25/47 over both halves of the generalisation suite at
-# 1.02x the tokens; `calls` alone 22/47); tool calling not `calls` (8/24 -> 6/24).
-# Stop 16: the tree planner takes `head`, `nouns`, `shallow` and `numbers` (and `once`,
-# since deleted: issue 20)
-# (28/47 -> 43/47 on the generalisation suite; docs/BENCHMARKS.md, "Stop 16"), ReAct
-# `head` and `nouns` (25/47 -> 31/47 at 1.01x the tokens), the sequential planner `head`
-# (20/47 -> 30/47 at 0.97x the tokens).
-# Stop 17: tool calling takes `cover`, `calls`, `head`, `nouns` and the new `result`
-# (8/24 -> 20/24 on the even half of the generalisation suite at 0.98x the tokens; 36/47
-# on both halves), ReAct `grounded` and `result` (31/47 -> 33/47 at 0.98x the tokens).
-# Stop 18: the sequential planner takes `typed` and `distinct` (30/47 -> 34/47 with the
-# verb head of `head`; docs/BENCHMARKS.md, "Stop 18").
-PLANNER_DEFAULTS: dict[str, Techniques] = {"tools": Techniques(grounded=True, check=True,
-                                                               cover=True, calls=True,
-                                                               head=True, nouns=True,
-                                                               result=True),
-                                           "react": Techniques(grounded=True, cover=True,
-                                                               calls=True, head=True,
-                                                               nouns=True, result=True),
-                                           "tree": Techniques(answer=True, together=True,
-                                                              head=True, nouns=True,
-                                                              shallow=True, numbers=True),
-                                           "sequential": Techniques(answer=True, named=True,
-                                                                    head=True, typed=True,
-                                                                    distinct=True)}
+# The defaults use only what holds for any phrasing, language and tool set (issue 20): the
+# tool schemas, values the goal states verbatim (`mentions`), execution results
+# (`grounded`) and the grammar's structure (`backrefs`, `typed`, `distinct`). The
+# techniques that read the words of one language (`ENGLISH_ONLY`) are opt-in only.
+# Tool calling and ReAct leave `mentions` out: on BFCL it rejected correct calls whose
+# values the goal does not write as the tool takes them ("3%" for 0.03, the speed of
+# light for 299792458) (docs/BENCHMARKS.md, "External yardsticks").
+PLANNER_DEFAULTS: dict[str, Techniques] = {
+    "tools": Techniques(mentions=False, backrefs=False, grounded=True),
+    "react": Techniques(mentions=False, backrefs=False, grounded=True),
+    "tree": Techniques(mentions=True, backrefs=False),
+    "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),
+}
+
+# Techniques that read words of one language (cue words, question words, possessives,
+# verb stems, capitalisation): never in a default, documented as English-only.
+ENGLISH_ONLY = frozenset({"cover", "calls", "together", "check", "answer", "head", "nouns",
+                          "result", "named"})
 
 
 def default_techniques(planner: str) -> Techniques:

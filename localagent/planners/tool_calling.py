@@ -7,6 +7,9 @@ the executor; each result goes back as a `tool` message carrying the id of the c
 answers. A text answer ends the loop; so does `max_iterations` (on the last turn the
 grammar admits only text). A turn that repeats the previous turn's calls with the same
 results makes the next turn the last: it must answer from what the calls returned.
+With grounded answers (`grounded`), the first turn must call a tool; before it, the model
+is asked whether it would call one at all (`declines`). If it would answer in prose
+instead, the run ends declined ("no offered tool fits"), with no answer.
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ from localagent.planners.base import (
 )
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
-from localagent.planners.grounding import answer_choice, asks_for_text, grounded_answers
+from localagent.planners.grounding import answer_choice, grounded_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
 MAX_CALLS_PER_TURN = 4
+DECLINE_PROBE = 4  # tokens the model writes freely to show whether it opens a call
+CALL_OPENINGS = ("<", "{", "[", "`")  # `<tool_call>`, a bare or fenced JSON call
 ANSWER_ONLY = text_answer(400)
 
 
@@ -61,6 +66,7 @@ class ToolCallingOutcome:
     stop_reason: str = ""
     log: GenerationLog = field(default_factory=GenerationLog)
     events: list[Any] = field(default_factory=list)
+    declined: bool = False  # the model answered that no offered tool fits the goal
 
 
 def result_content(result: ExecutionResult) -> str:
@@ -150,6 +156,22 @@ class ToolCallingPlanner:
                                 constraint=constraint, tools=self.schemas,
                                 max_tokens=self.max_tokens)
 
+    def declines(self, messages: Sequence[Message], log: GenerationLog) -> bool:
+        """Whether the model, left free, answers the goal without calling a tool.
+
+        A grounded turn with nothing observed must call a tool, and under that grammar the
+        model would call *something* even for a goal no tool fits. So its own choice is
+        asked first: a few unconstrained tokens (the prompt is the turn's own, so the
+        prefix is reused); a reply that does not open a call (`<tool_call>`, a JSON object
+        or fence) is a refusal. Only under constraints: unconstrained turns may answer.
+        """
+        if not self.settings.constrain:
+            return False
+        probe = self.llm.chat(list(messages), tools=self.schemas, max_tokens=DECLINE_PROBE,
+                              temperature=0.0, seed=self.settings.seed, constraint=None)
+        log.add(probe)
+        return not probe.text.lstrip().startswith(CALL_OPENINGS)
+
     def _turn_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
         """With `mentions`, as in ReAct: a call's keys and numbers come from the goal or
         from a result seen so far. Why: without it the default model's first call was
@@ -166,7 +188,7 @@ class ToolCallingPlanner:
                                    {"role": "user", "content": goal}]
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
-        grounded = self.techniques.grounded and not asks_for_text(goal)
+        grounded = self.techniques.grounded
         t = self.techniques
         coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
                                result=t.result)
@@ -178,6 +200,12 @@ class ToolCallingPlanner:
         for i in range(1, max_iterations + 1):
             answers = grounded_answers(check.answer_values(observed), trail, coverage.last,
                                        t.result) if grounded else None
+            if answers == [] and not out.turns and self.declines(messages, out.log):
+                out.declined = True
+                out.stop_reason = "declined: the model answered without calling any offered tool"
+                _emit(out, on_event, "tool_turn", {"calls": [], "answer": None,
+                                                   "declined": True})
+                return out
             tools = self._turn_tools(goal, [v for _, v in observed])
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
