@@ -72,8 +72,8 @@ def parser() -> argparse.ArgumentParser:
         "--techniques",
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default' or "
-        "switches joined by '+' (reasoning, steps, similar, mentions, grounded, cover, "
-        "calls, together, check, answer, head, nouns, shallow, numbers, result, ordered, "
+        "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, "
+        "cover, calls, together, check, answer, head, nouns, shallow, numbers, result, ordered, "
         "distinct, typed, compact, backrefs, pipe, named, replan=N, vote=K), "
         "e.g. 'plain;reasoning;reasoning+replan=2'",
     )

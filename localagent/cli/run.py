@@ -83,8 +83,8 @@ def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
 
 TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default, plain, or switches joined by + "
-    "(reasoning, steps, similar, mentions, grounded, cover, calls, together, check, answer, "
-    "head, nouns, shallow, numbers, result, ordered, distinct, typed, compact, "
+    "(reasoning, steps, similar, mentions, grounded, decline, cover, calls, together, check, "
+    "answer, head, nouns, shallow, numbers, result, ordered, distinct, typed, compact, "
     "backrefs, pipe, named, replan=N, vote=K); see README.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")

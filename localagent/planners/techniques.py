@@ -17,6 +17,9 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 |               | react              | states (react: or an observation shows); otherwise they   |
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
+| decline       | tools              | with grounded: the model first writes a few tokens freely; |
+|               |                    | a reply that opens no call ends the run declined ("no     |
+|               |                    | offered tool fits", no answer)                            |
 | cover         | react, tools       | no answer until every enum value the goal names (a city,  |
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
@@ -91,6 +94,7 @@ class Techniques:
     similar: bool = False
     mentions: bool = True
     grounded: bool = False
+    decline: bool = False
     cover: bool = False
     calls: bool = False
     together: bool = False
@@ -121,7 +125,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, cover=False, calls=False, together=False, check=False,
+                          grounded=False, decline=False, cover=False, calls=False, together=False, check=False,
                           answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,
@@ -186,7 +190,7 @@ class Techniques:
 # values the goal does not write as the tool takes them ("3%" for 0.03, the speed of
 # light for 299792458) (docs/BENCHMARKS.md, "External yardsticks").
 PLANNER_DEFAULTS: dict[str, Techniques] = {
-    "tools": Techniques(mentions=False, backrefs=False, grounded=True),
+    "tools": Techniques(mentions=False, backrefs=False, grounded=True, decline=True),
     "react": Techniques(mentions=False, backrefs=False, grounded=True),
     "tree": Techniques(mentions=True, backrefs=False),
     "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),

@@ -7,8 +7,8 @@ the executor; each result goes back as a `tool` message carrying the id of the c
 answers. A text answer ends the loop; so does `max_iterations` (on the last turn the
 grammar admits only text). A turn that repeats the previous turn's calls with the same
 results makes the next turn the last: it must answer from what the calls returned.
-With grounded answers (`grounded`), the first turn must call a tool; before it, the model
-is asked whether it would call one at all (`declines`). If it would answer in prose
+With grounded answers (`grounded`), the first turn must call a tool; with `decline`, the
+model is first asked whether it would call one at all (`declines`). If it would answer in prose
 instead, the run ends declined ("no offered tool fits"), with no answer.
 """
 
@@ -200,7 +200,8 @@ class ToolCallingPlanner:
         for i in range(1, max_iterations + 1):
             answers = grounded_answers(check.answer_values(observed), trail, coverage.last,
                                        t.result) if grounded else None
-            if answers == [] and not out.turns and self.declines(messages, out.log):
+            if t.decline and answers == [] and not out.turns \
+                    and self.declines(messages, out.log):
                 out.declined = True
                 out.stop_reason = "declined: the model answered without calling any offered tool"
                 _emit(out, on_event, "tool_turn", {"calls": [], "answer": None,
