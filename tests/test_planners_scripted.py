@@ -273,6 +273,54 @@ def test_tool_calling_early_exit_without_calls(registry):
     assert out.answer == "Hello!" and len(out.turns) == 1
 
 
+def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
+    """The default (`grounded+decline`): before the first turn, which must call a tool, a
+    few unconstrained tokens show whether the model would open a call at all (`declines`).
+    A reply that opens one goes on to the constrained turn; later turns are not probed."""
+    from localagent.planners.tool_calling import DECLINE_PROBE
+
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    llm = ScriptedLLM(["<tool_call>", tc("WeatherPlugin.DidItRainToday", city="Athens"),
+                       "true"])
+    planner = ToolCallingPlanner(llm, specs)
+    assert planner.techniques.grounded and planner.techniques.decline
+    out = planner.run("Did it rain in Athens today?", Executor(registry))
+    assert out.answer == "true" and not out.declined and out.stop_reason == "answered in text"
+    assert len(llm.requests) == 3 and len(out.turns) == 2
+    probe, first, second = llm.requests
+    assert probe.constraint is None and probe.max_tokens == DECLINE_PROBE
+    assert first.constraint is not None and second.constraint is not None
+    assert out.turns[0].calls[0]["result"] is True
+
+
+def test_grounded_tool_calling_declines_when_the_probe_answers_in_prose(registry):
+    """The probe replies in prose (no `<tool_call>`, JSON object or fence): no offered tool
+    fits, and the run ends declined, with no answer and no constrained turn."""
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    llm = ScriptedLLM(["None of these tools can write a poem."])
+    events = []
+    out = ToolCallingPlanner(llm, specs).run("Write a haiku about autumn.",
+                                             Executor(registry), on_event=events.append)
+    assert out.answer is None and out.declined
+    assert out.stop_reason.startswith("declined:")
+    assert len(llm.requests) == 1 and llm.requests[0].constraint is None
+    assert out.turns == []
+    assert [(e.kind, e.detail.get("declined")) for e in events] == [("tool_turn", True)]
+    # without constraints there is no probe: the model may answer as it likes
+    free = ScriptedLLM(["None of these tools can write a poem."])
+    out = ToolCallingPlanner(free, specs, PlannerSettings(
+        constrain=False, techniques=Techniques.parse("grounded+decline"))).run(
+            "Write a haiku about autumn.", Executor(registry))
+    assert not out.declined and len(free.requests) == 1
+    # grounded without `decline`: no probe, the first (constrained) turn must call a tool
+    forced = ScriptedLLM([tc("WeatherPlugin.DidItRainToday", city="Athens"), "true"])
+    out = ToolCallingPlanner(forced, specs, PlannerSettings(
+        techniques=Techniques.parse("grounded"))).run(
+            "Write a haiku about autumn.", Executor(registry))
+    assert not out.declined and forced.requests[0].constraint is not None
+    assert out.turns[0].calls and out.answer == "true"
+
+
 def test_bare_json_calls_are_read_as_calls(registry):
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     bare = json.dumps({"name": "WeatherPlugin.DidItRainToday", "arguments": {"city": "Athens"}})

@@ -23,7 +23,13 @@ from localagent.planners.examples import ExampleSelector, flatten, load_library,
 from localagent.planners.grounding import asks_for_text, observed_values
 from localagent.planners.plan_runner import plan_and_execute
 from localagent.planners.sequential import SequentialPlanner, piped
-from localagent.planners.techniques import Techniques, parse_spec, parse_variants
+from localagent.planners.techniques import (
+    ENGLISH_ONLY,
+    Techniques,
+    default_techniques,
+    parse_spec,
+    parse_variants,
+)
 from localagent.planners.tree import TreePlanner
 from localagent.tools.manual import render_manual
 from localagent.tools.registry import default_registry
@@ -174,21 +180,37 @@ def test_each_planner_has_its_measured_default(registry) -> None:
 
     tools = demo(registry)
     goal = "What is the invoice of company C?"
-    answer_first = ScriptedLLM(["The invoice is 1000.", "unused"])
+    # the default `decline` first probes the model unconstrained (`declines`): a reply
+    # that opens a call goes on to the constrained first turn
+    answer_first = ScriptedLLM(["<tool_call>", "The invoice is 1000.", "unused"])
     tc = ToolCallingPlanner(answer_first, tools)  # default settings: the measured default
-    assert tc.techniques.grounded and tc.techniques.label == (
-        "mentions+grounded+cover+calls+check+head+nouns+result+backrefs")
+    assert tc.techniques.grounded and tc.techniques.label == "grounded+decline"
     tc.run(goal, Executor(registry), max_iterations=2)
-    assert not matches(answer_first.requests[0].constraint, "The invoice is 1000.")
+    assert answer_first.requests[0].constraint is None  # the decline probe
+    assert not matches(answer_first.requests[1].constraint, "The invoice is 1000.")
     # an explicit configuration is used as given, whatever the planner
     explicit = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(techniques=Techniques()))
     assert not explicit.techniques.grounded
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        grounded=True, cover=True, calls=True, head=True, nouns=True, result=True)
-    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        answer=True, together=True, head=True, nouns=True, shallow=True, numbers=True)
+        mentions=False, backrefs=False, grounded=True)
+    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(backrefs=False)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
-        answer=True, named=True, head=True, typed=True, distinct=True)
+        typed=True, distinct=True)
+    assert {p: default_techniques(p).label for p in ("tools", "react", "tree", "sequential")} \
+        == {"tools": "grounded+decline", "react": "grounded", "tree": "mentions",
+            "sequential": "mentions+distinct+typed+backrefs"}
+
+
+def test_no_default_reads_one_language() -> None:
+    """The techniques that read English words (cue words, question words, possessives)
+    are opt-in only: no planner's default turns one on."""
+    assert ENGLISH_ONLY == {"cover", "calls", "together", "check", "answer", "head", "nouns",
+                            "result", "named"}
+    for p in ("tools", "react", "tree", "sequential"):
+        assert not any(getattr(default_techniques(p), name) for name in ENGLISH_ONLY), p
+    # each stays available when asked for by name
+    for name in ENGLISH_ONLY:
+        assert getattr(Techniques.parse(name), name)
 
 
 # --- re-planning and voting (scripted model, real executor) ---------------------------
@@ -469,7 +491,9 @@ def test_cover_tool_calling_must_look_up_the_named_city_before_answering(registr
     off = ToolCallingPlanner(ScriptedLLM([]), tools, PlannerSettings(
         techniques=Techniques.parse("mentions+grounded")))
     assert off.settings.techniques.cover is False
-    assert ToolCallingPlanner(ScriptedLLM([]), tools).techniques.cover  # the default, stop 17
+    # English-only: opt-in, not in the default
+    default = ToolCallingPlanner(ScriptedLLM([]), tools).techniques
+    assert "cover" in ENGLISH_ONLY and not default.cover
 
 
 def test_cover_react_forbids_the_final_answer_until_the_named_city_was_used(registry) -> None:

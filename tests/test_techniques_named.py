@@ -6,6 +6,7 @@ and the WriterPlugin prompt functions."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -18,7 +19,7 @@ from localagent.planners.base import PlannerSettings
 from localagent.planners.named import asked_functions, goal_phrases
 from localagent.planners.scenarios import scenarios
 from localagent.planners.sequential import SequentialPlanner, piped
-from localagent.planners.techniques import Techniques, default_techniques
+from localagent.planners.techniques import ENGLISH_ONLY, Techniques, default_techniques
 
 POEMS = next(s for s in scenarios() if s.name == "poems")
 GOAL = POEMS.goal  # "Write a few short poems for Valentine's day in Shakespeare's style, ..."
@@ -111,18 +112,23 @@ def test_the_recipe_needs_room_for_every_named_function(tools) -> None:
         sequential_plan(shown, must=["Nope.Missing"])
 
 
-def test_named_is_in_the_sequential_default_only() -> None:
-    assert default_techniques("sequential").named
-    assert not default_techniques("tree").named and not default_techniques("react").named
+def test_named_is_english_only_and_in_no_default() -> None:
+    """`named` reads English phrasing ("in uppercase", "short poems"): opt-in only."""
+    assert "named" in ENGLISH_ONLY
+    for planner in ("tree", "sequential", "react", "tools"):
+        assert not default_techniques(planner).named, planner
+    assert Techniques.parse("named").named
 
 
 def test_a_recipe_plan_runs_through_the_prompt_functions(tools) -> None:
-    """The default sequential planner with a scripted model: the plan the recipe grammar
-    admits, each prompt function answered in turn, the uppercase of the last one."""
+    """The sequential planner with `named` turned on (English-only, opt-in: the sequential
+    default with `named` added) and a scripted model: the plan the recipe grammar admits,
+    each prompt function answered in turn, the uppercase of the last one."""
     plan = plan_text(step(POEM, input="Valentine's day"), step(BARD),
                      step(FRENCH, language="French"), step(UPPER))
     llm = ScriptedLLM([plan, "roses are red", "roses art red", "les roses sont rouges"])
-    agent = Agent(llm, registry=POEMS.registry(llm))
+    agent = Agent(llm, registry=POEMS.registry(llm),
+                  techniques=replace(default_techniques("sequential"), named=True))
     result = agent.run(GOAL, planner="sequential")
     assert result.answer == "LES ROSES SONT ROUGES", result.to_dict()
     assert [s["function"] for s in result.plan["subtasks"]] == [POEM, BARD, FRENCH, UPPER]

@@ -96,21 +96,23 @@ def test_tool_calling_answers_the_subtraction_seen_on_the_model() -> None:
     lookups = (_call("BookLibrary.GetPages", '{"title": "Ashes of Meridian"}') + "\n"
                + _call("BookLibrary.GetPages", '{"title": "The Copper Orchard"}'))
     subtract = _call("MathPlugin.subtract", '{"value1": 430, "value2": 189}')
-    base = "mentions+grounded+check+cover+calls+head+nouns+backrefs"
-    llm = ScriptedLLM([lookups, subtract, "241"])
+    base = "mentions+grounded+decline+check+cover+calls+head+nouns+backrefs"
+    # decline: the first request is the unconstrained probe; it opens a call
+    llm = ScriptedLLM(["<tool_call>", lookups, subtract, "241"])
     out = ToolCallingPlanner(llm, _tools(), PlannerSettings(
         techniques=Techniques.parse(base + "+result"))).run(GOAL, Executor(
             build_registry(next(t for t in SUITE.tasks if t.goal == GOAL))))
-    assert out.answer == "241" and len(llm.requests) == 3
-    last = llm.requests[2].constraint
+    assert out.answer == "241" and len(llm.requests) == 4
+    assert llm.requests[0].constraint is None
+    last = llm.requests[3].constraint
     assert matches(last, "241") and not matches(last, "189") and not matches(last, lookups)
     # without `result` the third turn may call again or answer with a page count
-    off = ScriptedLLM([lookups, subtract, "189"])
+    off = ScriptedLLM(["<tool_call>", lookups, subtract, "189"])
     ToolCallingPlanner(off, _tools(), PlannerSettings(
         techniques=Techniques.parse(base))).run(GOAL, Executor(
             build_registry(next(t for t in SUITE.tasks if t.goal == GOAL))))
-    assert matches(off.requests[2].constraint, "189")
-    assert matches(off.requests[2].constraint, lookups)
+    assert matches(off.requests[3].constraint, "189")
+    assert matches(off.requests[3].constraint, lookups)
 
 
 def test_react_with_result_gives_the_final_answer_after_the_head_call() -> None:
