@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,8 @@ def tools_admits(spec: str | Techniques, goal: str, plan: dict,
         return ("<tool_call>\n" + json.dumps({"name": function, "arguments": args},
                                               ensure_ascii=False) + "\n</tool_call>")
 
-    settings = PlannerSettings(techniques=_techniques(spec))
+    # `decline`'s probe is unconstrained (no grammar to admit anything): left out, so the
+    # scripted turns meet the constrained turns they are checked against
+    settings = PlannerSettings(techniques=replace(_techniques(spec), decline=False))
     return _replay_orders(lambda llm: ToolCallingPlanner(llm, TOOLS, settings), goal, plan,
                           tool_call, lambda text: text, max_iterations)
