@@ -156,12 +156,8 @@ class ExternalBenchmark:
 
 def bfcl_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (model, planner, techniques): solved/total per category and overall, tokens."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        if r["benchmark"] == "bfcl":
-            groups[(r["model"], r["planner"], r["techniques"])].append(r)
     rows = []
-    for (model, planner, tech), rs in sorted(groups.items()):
+    for (model, planner, tech), rs in _groups(records, "bfcl"):
         cats: dict[str, list[bool]] = defaultdict(list)
         for r in rs:
             cats[r["category"]].append(bool(r["ok"]))
@@ -174,18 +170,24 @@ def bfcl_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def nestful_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        if r["benchmark"] == "nestful":
-            groups[(r["model"], r["planner"], r["techniques"])].append(r)
     rows = []
-    for (model, planner, tech), rs in sorted(groups.items()):
+    for (model, planner, tech), rs in _groups(records, "nestful"):
         metrics = {m: sum(r["scores"][m] for r in rs) / len(rs)
                    for m in ("f1_functions", "f1_arguments", "partial_sequence",
                              "full_sequence")}
         rows.append({"model": model, "planner": planner, "techniques": tech, "runs": len(rs),
                      **metrics, "seconds": sum(r["seconds"] for r in rs) / len(rs)})
     return rows
+
+
+def _groups(records: Iterable[dict[str, Any]], benchmark: str
+            ) -> list[tuple[tuple[str, str, str], list[dict[str, Any]]]]:
+    """`benchmark`'s records grouped by (model, planner, techniques), in sorted order."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r["benchmark"] == benchmark:
+            groups[(r["model"], r["planner"], r["techniques"])].append(r)
+    return sorted(groups.items())
 
 
 def _mean(rs: Sequence[dict[str, Any]], field: str) -> float:
