@@ -655,18 +655,27 @@ def react_step(tools: Sequence[ToolSpec], *, final_only: bool = False,
 def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERMES,
                    max_calls: int = 4, allow_answer: bool = True,
                    allowed_answers: Sequence[str] | None = None,
-                   bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+                   bounds: Bounds = DEFAULT_BOUNDS, bare: bool = False) -> Constraint:
     """One or more calls in `call_format` (parallel calls), or a plain-text answer
-    (`allowed_answers`: only one of these texts, for grounded answers)."""
+    (`allowed_answers`: only one of these texts, for grounded answers).
+
+    `bare`: the same call objects may also be written without the wrapper, one per line,
+    or in one ```json fence. Models trained on several tool formats often open a call that
+    way unprompted; forcing the wrapper moves them off the distribution they were trained
+    on, so with `bare` the grammar follows whichever opening the model takes and only the
+    call objects themselves are constrained. `parse_tool_calls` after `wrap_bare_calls`
+    reads all three."""
     options = {"format": vars(call_format), "max_calls": max_calls, "answer": allow_answer,
-               "answers": list(allowed_answers or []), "bounds": bounds}
+               "answers": list(allowed_answers or []), "bounds": bounds, "bare": bare}
 
     def build() -> str:
         rules = LarkRules(bounds)
         heads = _args_rules(rules, tools, "body", lambda t, a: _call_object(
             call_format.name_key, t.qualified_name, call_format.args_key, a))
-        calls = (f"call ({lit(call_format.separator)} call){{0,{max_calls - 1}}}"
-                 if max_calls > 1 else "call")
+        calls = _repeated("call", lit(call_format.separator), max_calls)
+        if bare:
+            lines = _repeated("body", lit("\n"), max_calls)
+            calls = f"{calls} | {lines} | {lit('```json' + chr(10))} {lines} {lit(chr(10) + '```')}"
         # The answer holds no character a call is written with (the wrapper's first
         # character, braces, angle brackets, backticks): small models write a malformed
         # call as "text" (a bare JSON call, a ```json fence, ">{"name": ...}"), which
@@ -680,6 +689,11 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
                        bodies=" | ".join(heads), answer=answer, rules=rules.render())
 
     return _cached("tool_call", tools, options, build)
+
+
+def _repeated(item: str, separator: str, n: int) -> str:
+    """`item`, then up to n - 1 more, each after `separator`."""
+    return f"{item} ({separator} {item}){{0,{n - 1}}}" if n > 1 else item
 
 
 def _answer_regex(max_text: int, call_open: str = "<") -> str:
