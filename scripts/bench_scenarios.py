@@ -15,11 +15,11 @@ import argparse
 import time
 
 from localagent.agent import Agent
+from localagent.bench.scenarios import Scenario, scenarios
 from localagent.executor import Executor
 from localagent.llm import load_llm
 from localagent.planners.base import MeteredLLM, PlannerSettings
 from localagent.planners.react import ReactPlanner
-from localagent.planners.scenarios import Scenario, scenarios
 
 
 def bench_one(llm, scenario: Scenario, planner: str, seeds: int, temperature: float) -> str:

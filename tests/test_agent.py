@@ -25,7 +25,7 @@ def test_tree_run_answer_plan_steps_usage():
     assert result.usage.calls == 1 and result.usage.prompt_tokens > 0
     data = result.to_dict()
     assert {"answer", "planner", "model", "plan", "steps", "usage", "seconds"} <= set(data)
-    from localagent.planners.scenarios import calls_of  # the judges' view of the run
+    from localagent.bench.scenarios import calls_of  # the judges' view of the run
 
     assert [(c["function"], c["result"]) for c in calls_of(result)] == [
         ("DemoPlugin.GetInvoice", 20000), ("DemoPlugin.Diff", 19900)]
@@ -71,7 +71,7 @@ def test_poems_judge_wants_written_poems_piped_into_the_uppercase():
     """The judge of the sequential scenario (shared with scripts/bench_scenarios.py)."""
     from types import SimpleNamespace
 
-    from localagent.planners.scenarios import judge_poems
+    from localagent.bench.scenarios import judge_poems
 
     def outcome(steps, answer="POÈMES"):
         return SimpleNamespace(plan={"subtasks": steps}, answer=answer, error=None)

@@ -10,10 +10,10 @@ from conftest import run_cli
 from typer.testing import CliRunner
 
 import localagent.llm
+from localagent.bench.scenarios import FURINA, INVOICE
 from localagent.cli import app
 from localagent.llm import ScriptedLLM
 from localagent.plan import plan_from_json
-from localagent.planners.scenarios import FURINA, INVOICE
 
 PLAN = {"reasoning": "r", "plan": {"function": "DemoPlugin.Diff", "args": {
     "value1": {"function": "DemoPlugin.GetInvoice", "args": {"company": "C"}}, "value2": 100}}}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from localagent.agent import Agent
+from localagent.bench.scenarios import Scenario, scenarios
 from localagent.planners.base import PlannerSettings
-from localagent.planners.scenarios import Scenario, scenarios
 from localagent.planners.techniques import Techniques
 
 BY_NAME = {s.name: s for s in scenarios()}

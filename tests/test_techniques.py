@@ -553,7 +553,7 @@ def test_calls_react_must_call_each_named_function_before_answering() -> None:
     assert not matches(second, early) and matches(second, department)
     assert matches(third, "Thought: t\nFinal Answer: Management")
     # the most specific name wins: "Furina's age" names GetPersonAge, not GetPerson too
-    from localagent.planners.scenarios import scenarios
+    from localagent.bench.scenarios import scenarios
 
     furina = next(s for s in scenarios() if s.name == "furina")
     assert named_functions(furina.goal, furina.registry(ScriptedLLM()).specs()) == [

@@ -11,13 +11,13 @@ from dataclasses import replace
 import pytest
 
 from localagent.agent import Agent
+from localagent.bench.scenarios import scenarios
 from localagent.errors import ConstraintError
 from localagent.grammars import sequential_plan
 from localagent.llm import ScriptedLLM
 from localagent.llm.constrained import matches
 from localagent.planners.base import PlannerSettings
 from localagent.planners.named import asked_functions, goal_phrases
-from localagent.planners.scenarios import scenarios
 from localagent.planners.sequential import SequentialPlanner, piped
 from localagent.planners.techniques import ENGLISH_ONLY, Techniques, default_techniques
 

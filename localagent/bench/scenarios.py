@@ -1,8 +1,10 @@
-"""The four documented scenarios: goal, tools, and how to judge the outcome.
+"""Benchmark fixtures: the four documented seed scenarios, each a goal, its tools, and how
+to judge the outcome (with the expected answers).
 
-Shared by the acceptance tests and `scripts/bench_scenarios.py`, so both measure the same
-thing. Each scenario offers the plugins its story names (as Semantic Kernel's samples
-load only the plugins of the sample); the judges check the real outcome, not the form.
+They live with the benchmark, not with the planners: no planner may read them. Shared by
+the acceptance tests and `scripts/bench_scenarios.py`, so both measure the same thing.
+Each scenario offers the plugins its story names (as Semantic Kernel's samples load only
+the plugins of the sample); the judges check the real outcome, not the form.
 """
 
 from __future__ import annotations
