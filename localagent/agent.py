@@ -25,7 +25,7 @@ from localagent.planners.base import (
     select_specs,
     usage_since,
 )
-from localagent.planners.techniques import Techniques, parse_spec
+from localagent.planners.techniques import TechniqueChanges, Techniques, parse_spec
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -77,8 +77,9 @@ class Agent:
     `model`: an LLM, a catalog name or .gguf path, or None for the default model (loaded
     lazily, on the first run). `plugins`: extra plugins (objects, classes, modules, paths),
     added to the built-ins and, only with `examples=True`, the example plugins. `techniques`:
-    the planning techniques (a `Techniques` or a spec such as "reasoning+replan=2"),
-    default (None or "default") each planner's measured default configuration.
+    the planning techniques (a `Techniques`, `TechniqueChanges` or a spec such as
+    "reasoning+replan=2" or "+replan=2,-mentions"), default (None or "default") each
+    planner's measured default configuration; changes apply to each planner's default.
     """
 
     def __init__(
@@ -93,7 +94,7 @@ class Agent:
         policy: ExecutionPolicy | None = None,
         settings: PlannerSettings | None = None,
         index: ToolIndex | None = None,
-        techniques: Techniques | str | None = None,
+        techniques: Techniques | TechniqueChanges | str | None = None,
     ) -> None:
         from localagent.tools.registry import default_registry
 
@@ -133,6 +134,7 @@ class Agent:
     def plan(self, goal: str, planner: str = "tree") -> TreePlan | SequentialPlan:
         """A checked plan for `goal` (tree or sequential), not executed."""
         _check(goal, planner, plan_only=True)
+        self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
         return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
 
     def _planner(self, planner: str, specs: list[ToolSpec]) -> Any:
@@ -155,6 +157,7 @@ class Agent:
         _check(goal, planner, plan_only=False)
         if max_iterations < 1:
             raise UsageError(f"max_iterations must be at least 1, got {max_iterations}")
+        self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
         start, before = time.perf_counter(), self.llm.usage
         specs = self.tools_for(goal)
         log = GenerationLog()

@@ -167,7 +167,8 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef(
         "techniques",
         "LOCALAGENT_TECHNIQUES",
-        "planning techniques: default, plain or switches such as reasoning+replan=2",
+        "planning techniques: default, plain, switches such as reasoning+replan=2, or "
+        "changes to each planner's default such as +replan=2,-mentions",
         _techniques,
         lambda _: "default",
     ),

@@ -135,11 +135,31 @@ def test_plan_show_tools_goes_to_stderr_and_the_plan_stays_json(scripted):
     ["run", "g", "--exclude-plugin", "NoSuchPlugin", "--max-tools", "3"],
     ["plan", "g", "--planner", "react"],
     ["run", "g", "--plugins", "/nonexistent/plugin.py"],
+    ["run", "g", "--techniques", "+nope"],
+    ["run", "g", "--techniques", "+similar grounded"],
+    ["run", "g", "--planner", "tree", "--techniques", "-decline"],
+    ["plan", "g", "--techniques", "+replan"],
 ])
 def test_bad_input_exits_2_with_one_line(scripted, args):
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_techniques_changes_apply_to_the_planners_default(scripted):
+    """`--techniques +X,-Y` is the planner's own default with the changes; a change the
+    default cannot take is one line, exit 2, before any planning."""
+    scripted.enqueue(json.dumps(PLAN))
+    result = runner.invoke(app, ["run", "C minus 100", "--json", "--examples",
+                                 "--techniques", "+replan=2,-mentions"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["techniques"] == "replan=2"  # tree's default: mentions
+    result = runner.invoke(app, ["run", "C minus 100", "--planner", "tools",
+                                 "--techniques", "-mentions"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == ("error: cannot remove technique mentions: it is not on "
+                                     "in the tools planner's default (grounded+decline)")
+    assert not scripted.requests[1:]  # the second run never asked the model
 
 
 class _Offered(Exception):

@@ -4,6 +4,7 @@ example choice (real MiniLM), and plan-and-execute (scripted model, real executo
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -25,10 +26,12 @@ from localagent.planners.plan_runner import plan_and_execute
 from localagent.planners.sequential import SequentialPlanner, piped
 from localagent.planners.techniques import (
     ENGLISH_ONLY,
+    TechniqueChanges,
     Techniques,
     default_techniques,
     parse_spec,
     parse_variants,
+    resolve,
 )
 from localagent.planners.tree import TreePlanner
 from localagent.tools.manual import render_manual
@@ -69,6 +72,82 @@ def test_techniques_parse_label_and_reject_bad_specs() -> None:
             Techniques.parse(bad)
     with pytest.raises(UsageError, match="unknown technique 'once'"):
         Techniques.parse("once")  # deleted: it read a goal's words to forbid nesting
+
+
+def test_relative_spec_changes_each_planners_own_default() -> None:
+    changes = parse_spec("+replan=2,-mentions")
+    assert isinstance(changes, TechniqueChanges) and changes.label == "+replan=2,-mentions"
+    assert resolve(changes, "tree") == replace(default_techniques("tree"), replan=2,
+                                               mentions=False)
+    assert resolve(changes, "sequential").label == "distinct+typed+backrefs+replan=2"
+    # spaces or nothing between items read the same; the label is canonical (ons first)
+    for same in ("+replan=2 -mentions", " -mentions , +replan=2 ", "-mentions+replan=2"):
+        assert parse_spec(same) == changes, same
+    decline = parse_spec("-decline")
+    assert resolve(decline, "tools") == Techniques(mentions=False, backrefs=False,
+                                                   grounded=True)
+    # adding a switch a default has already on changes nothing (and is no error)
+    more = parse_spec("+grounded,+similar,+vote=3")
+    assert resolve(more, "tools") == replace(default_techniques("tools"), similar=True,
+                                             vote=3)
+    assert resolve(more, "tree").label == "similar+mentions+grounded+vote=3"
+    # the absolute forms are unchanged; None is each planner's default
+    assert resolve(parse_spec("grounded+decline"), "tree").label == "grounded+decline"
+    assert resolve(parse_spec("default"), "react") == default_techniques("react")
+    # settings, the agent and the benchmark resolve changes per planner
+    settings = PlannerSettings(techniques=changes)
+    assert settings.for_planner("tree")[1].label == "replan=2"
+    assert [v.label if v else "default" for v in parse_variants(
+        "default;+replan=2,-mentions;-mentions +replan=2;plain")] == [
+        "default", "+replan=2,-mentions", "plain"]
+
+
+@pytest.mark.parametrize(("spec", "planner", "message"), [
+    ("+nope", "tree", "unknown technique 'nope' in '\\+nope'; choose from reasoning, "),
+    ("-once,+similar", "tree", "unknown technique 'once'"),
+    ("-decline", "tree", (r"cannot remove technique decline: it is not on in the tree "
+                          r"planner's default \(mentions\)")),
+    ("-mentions", "tools", (r"cannot remove technique mentions: it is not on in the tools "
+                            r"planner's default \(grounded\+decline\)")),
+    ("-vote", "tree", "cannot remove technique vote"),
+    ("+replan", "tree", "technique replan needs a whole number, e.g. \\+replan=2"),
+    ("+replan=x", "tree", "needs a whole number"),
+    ("+replan=9", "tree", "replan must be between 0 and 5, got 9"),
+    ("+similar=1", "tree", "technique similar takes no value"),
+    ("-replan=2", "tree", "removing a technique takes no value"),
+    ("+similar,-similar", "tree", "technique similar is changed twice"),
+    ("+similar grounded", "tree", "every item is \\+name, \\+name=N or -name"),
+    ("grounded,-decline", "tools", "write either switches .* or only changes"),
+])
+def test_relative_spec_errors_are_one_line(spec: str, planner: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message) as caught:
+        resolve(parse_spec(spec), planner)
+    assert "\n" not in caught.value.one_line()
+
+
+def test_agent_rejects_a_bad_change_before_planning() -> None:
+    from localagent.agent import Agent
+
+    llm = ScriptedLLM([])  # any model call would fail: nothing is scripted
+    agent = Agent(llm, techniques="-decline")
+    with pytest.raises(UsageError, match="not on in the tree planner's default"):
+        agent.plan("What is the invoice amount of company D?", planner="tree")
+    with pytest.raises(UsageError, match="not on in the react planner's default"):
+        agent.run("What is the invoice amount of company D?", planner="react")
+    assert not llm.requests
+
+
+def test_benchmark_resolves_changes_per_planner(tmp_path) -> None:
+    from localagent.bench.runner import plan_runs
+    from localagent.bench.suite import load_suite
+
+    path = tmp_path / "one.yaml"
+    path.write_text("name: one\ntasks:\n  - {id: d, category: single, goal: 'Invoice of D?',"
+                    " plugins: [DemoPlugin], expect: {number: 6700}}\n", encoding="utf-8")
+    specs = plan_runs(load_suite(path), ["tree", "tools"], ["m"], [True], ["none"], 1,
+                      parse_variants("+replan=2"))
+    assert {s.planner: s.techniques.label for s in specs} == {
+        "tree": "mentions+replan=2", "tools": "grounded+decline+replan=2"}
 
 
 # --- backward references in step-list plans -------------------------------------------

@@ -71,11 +71,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--techniques",
         default="default",
-        help="planning technique variants, ';'-separated, each 'plain', 'default' or "
+        help="planning technique variants, ';'-separated, each 'plain', 'default', "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, "
         "cover, calls, together, check, answer, head, nouns, shallow, numbers, result, ordered, "
-        "distinct, typed, compact, backrefs, pipe, named, replan=N, vote=K), "
-        "e.g. 'plain;reasoning;reasoning+replan=2'",
+        "distinct, typed, compact, backrefs, pipe, named, replan=N, vote=K), or changes to "
+        "each planner's default: +name, +name=N, -name, comma-separated (a value starting "
+        "with - needs the = form: --techniques=-mentions); "
+        "e.g. 'plain;reasoning;reasoning+replan=2;+replan=2,-mentions'",
     )
     p.add_argument("--tasks", default="", help="comma-separated task ids (default: all)")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
@@ -206,15 +208,20 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run_external(args: argparse.Namespace, console: Any) -> int:
     from localagent.bench.external.report import bfcl_table, markdown, nestful_table
     from localagent.bench.external.run import RAW, ExternalBenchmark, plan_external
-    from localagent.planners.techniques import parse_variants
+    from localagent.planners.techniques import TechniqueChanges, parse_variants
 
+    variants = parse_variants(args.techniques)
+    absolute = [v for v in variants if not isinstance(v, TechniqueChanges)]
+    if len(absolute) < len(variants):
+        raise UsageError("--external takes 'default' or absolute technique specs "
+                         "(grounded+decline), not changes (+name, -name)")
     out_dir = args.out or default_out_dir("external")
     load = _loader(args.threads) or _default_load
     bench = ExternalBenchmark(out_dir, load)
     if not args.report_only:
         planners = [RAW, *[p for p in _split(args.planners) if p != RAW]]
         runs = plan_external(_split(args.external), planners, _models(args),
-                             parse_variants(args.techniques),
+                             absolute,
                              bfcl_categories=_split(args.bfcl_categories),
                              per_category=args.per_category)
         pending = bench.pending(runs)

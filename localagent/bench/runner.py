@@ -23,7 +23,7 @@ from localagent.bench.tools import build_registry
 from localagent.errors import LocalAgentError, UsageError
 from localagent.llm.base import LLM
 from localagent.llm.recording import RecordingLLM
-from localagent.planners.techniques import Techniques, default_techniques
+from localagent.planners.techniques import Techniques, TechniqueSpec, resolve
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -113,12 +113,13 @@ def plan_runs(
     constrains: Sequence[bool],
     filters: Sequence[str],
     repeat: int,
-    techniques: Sequence[Techniques | None] = (None,),
+    techniques: Sequence[TechniqueSpec] = (None,),
 ) -> list[RunSpec]:
     """Every combination, keys unique, in the order that reuses the most KV cache.
 
-    A technique variant None is each planner's own default, resolved here so that a run's
-    key names the techniques it really used.
+    A technique variant None is each planner's own default, and a `TechniqueChanges` is
+    changes to it; both are resolved here so that a run's key names the techniques it
+    really used.
     """
     from localagent.agent import PLANNERS
 
@@ -141,7 +142,7 @@ def plan_runs(
                         for r in range(repeat):
                             for task in suite.tasks:
                                 spec = RunSpec(task, planner, model, constrain, mode, r,
-                                               tech or default_techniques(planner))
+                                               resolve(tech, planner))
                                 specs.setdefault(spec.key, spec)  # auto and none coincide
     return list(specs.values())
 

@@ -23,7 +23,7 @@ from localagent.errors import (
 from localagent.grammars import ensure_complete
 from localagent.llm.base import LLM, Completion, GiveUp, Message, Usage
 from localagent.llm.delegating import DelegatingLLM
-from localagent.planners.techniques import Techniques, default_techniques
+from localagent.planners.techniques import TechniqueChanges, Techniques, resolve
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -38,18 +38,20 @@ TRUNCATION_TEMPERATURE = 0.7
 class PlannerSettings:
     """How a planner generates. `constrain=False` generates with `constraint=None` and
     parses leniently (to measure what the grammar adds); `techniques`: see techniques.py,
-    None for each planner's own measured default (`for_planner` resolves it)."""
+    None for each planner's own measured default, `TechniqueChanges` for changes to it
+    (`for_planner` resolves both)."""
 
     constrain: bool = True
     retries: int = 2  # extra attempts after the first bad output
     max_tokens: int = 400
     temperature: float = 0.0
     seed: int = 0
-    techniques: Techniques | None = None
+    techniques: Techniques | TechniqueChanges | None = None
 
     def for_planner(self, planner: str) -> tuple[PlannerSettings, Techniques]:
-        """These settings with the techniques resolved for `planner`, and the techniques."""
-        t = self.techniques if self.techniques is not None else default_techniques(planner)
+        """These settings with the techniques resolved for `planner`, and the techniques;
+        `UsageError` when a change removes a switch that planner's default does not have."""
+        t = resolve(self.techniques, planner)
         return replace(self, techniques=t), t
 
 

@@ -6,6 +6,16 @@ that the defaults be chosen from those measurements. A `Techniques` value is the
 configuration; its `label` names it in benchmark keys and reports. "default" is per
 planner (`default_techniques`): what measured best for that planner within 2x the tokens.
 
+A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
+
+- `default`: each planner's own default (`PLANNER_DEFAULTS`);
+- absolute: `plain` (all off), or the switches that are on, joined by `+` or `,`
+  (`grounded+decline`, `reasoning+replan=2`); every planner gets exactly those;
+- relative: only changes, each `+name` (on), `+name=N` (replan, vote) or `-name` (off),
+  separated by commas or spaces (`+replan=2,-mentions`). Each planner gets its own default
+  with the changes (`TechniqueChanges`); removing a switch that planner's default does not
+  have on is an error, adding one it has is not.
+
 | switch        | planners           | what it does                                              |
 |---------------|--------------------|-----------------------------------------------------------|
 | reasoning     | tree, sequential   | a short free-text "reasoning" field before the plan       |
@@ -70,7 +80,8 @@ planner (`default_techniques`): what measured best for that planner within 2x th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, fields, replace
 
 from localagent.errors import UsageError
 
@@ -153,13 +164,18 @@ class Techniques:
     def parse(text: str) -> Techniques:
         """`plain`, or switches joined by `+` or `,`: `reasoning+similar+replan=2`.
 
-        Switches start from `plain` (all off), so a spec names exactly what is on.
+        Switches start from `plain` (all off), so a spec names exactly what is on. Changes
+        relative to a planner's default (`+name`, `-name`) are `TechniqueChanges.parse`'s.
         """
         spec = text.strip()
         if spec in ("", "default"):
             raise UsageError("'default' depends on the planner: use parse_spec")
         if spec == "plain":
             return Techniques.plain()
+        if spec[0] == "+" or any(p.strip().startswith("-")
+                                 for p in spec.replace(",", "+").split("+")):
+            raise UsageError(f"bad techniques {spec!r}: write either switches (grounded+decline)"
+                             " or only changes to the default (+grounded,-decline), not both")
         values: dict[str, bool | int] = {}
         names = {f.name: f for f in fields(Techniques)}
         for part in spec.replace(",", "+").split("+"):
@@ -207,13 +223,109 @@ def default_techniques(planner: str) -> Techniques:
     return PLANNER_DEFAULTS.get(planner, Techniques())
 
 
-def parse_spec(text: str) -> Techniques | None:
-    """A technique spec; `default` (or empty) gives None: each planner's own default."""
+@dataclass(frozen=True)
+class TechniqueChanges:
+    """Changes to each planner's own default (`PLANNER_DEFAULTS`): `+replan=2,-mentions`.
+
+    `on` holds the switches turned on (True) or set (a number), `off` those turned back to
+    their `plain` value, each named once. `apply` gives the techniques for one planner: its
+    default with the changes; turning off a switch that default does not have on is a
+    `UsageError` (the change would do nothing, so the spec is likely a mistake).
+    """
+
+    on: tuple[tuple[str, bool | int], ...] = ()
+    off: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The changes in canonical form, ons then offs: `+similar,+replan=2,-mentions`."""
+        ons = [f"+{n}" if v is True else f"+{n}={v}" for n, v in self.on]
+        return ",".join([*ons, *(f"-{n}" for n in self.off)])
+
+    def apply(self, planner: str) -> Techniques:
+        """`planner`'s default techniques with these changes."""
+        base, plain = default_techniques(planner), Techniques.plain()
+        for name in self.off:
+            if getattr(base, name) == getattr(plain, name):
+                raise UsageError(f"cannot remove technique {name}: it is not on in the "
+                                 f"{planner} planner's default ({base.label})")
+        return replace(base, **{n: getattr(plain, n) for n in self.off}, **dict(self.on))
+
+    @staticmethod
+    def parse(text: str) -> TechniqueChanges:
+        """`+name`, `+name=N` or `-name` items, separated by commas or spaces or written
+        one after another (`+similar-mentions`); see `parse_spec`."""
+        items = [m.group(0) for m in re.finditer(r"[+-][^+\-,\s]*", text)]
+        if "".join(items) != re.sub(r"[,\s]", "", text):
+            raise UsageError(f"bad technique changes {text.strip()!r}: every item is +name, "
+                             "+name=N or -name (e.g. '+replan=2,-mentions'); an absolute "
+                             "spec (grounded+decline) has no leading + or -")
+        names = {f.name: f for f in fields(Techniques)}
+        on: dict[str, bool | int] = {}
+        off: list[str] = []
+        for item in items:
+            sign, (name, eq, raw) = item[0], item[1:].partition("=")
+            if name not in names:
+                raise UsageError(f"unknown technique {name!r} in {item!r}; choose from "
+                                 f"{', '.join(names)}")
+            if name in on or name in off:
+                raise UsageError(f"technique {name} is changed twice in {text.strip()!r}")
+            if sign == "-":
+                if eq:
+                    raise UsageError(f"{item!r}: removing a technique takes no value "
+                                     f"(write -{name})")
+                off.append(name)
+            elif names[name].type in ("bool", bool):
+                if eq:
+                    raise UsageError(f"technique {name} takes no value (write +{name})")
+                on[name] = True
+            else:
+                try:
+                    on[name] = int(raw)
+                except ValueError:
+                    raise UsageError(f"technique {name} needs a whole number, e.g. "
+                                     f"+{name}=2") from None
+        replace(Techniques.plain(), **on)  # the ranges (replan, vote) checked now
+        return TechniqueChanges(tuple(on.items()), tuple(off))
+
+
+TechniqueSpec = Techniques | TechniqueChanges | None
+"""A parsed `--techniques`: absolute, changes to each planner's default, or None (default)."""
+
+
+def resolve(spec: TechniqueSpec, planner: str) -> Techniques:
+    """The techniques `planner` uses under `spec` (None: its default; changes: applied to
+    its default)."""
+    if spec is None:
+        return default_techniques(planner)
+    if isinstance(spec, TechniqueChanges):
+        return spec.apply(planner)
+    return spec
+
+
+def parse_spec(text: str) -> TechniqueSpec:
+    """A technique spec (`--techniques`, the config's `techniques`), one of:
+
+    - `default` (or empty): None, each planner's own default (`PLANNER_DEFAULTS`);
+    - absolute: `plain`, or switches joined by `+` or `,` (`grounded+decline`,
+      `reasoning+replan=2`): exactly those on, every other off, for every planner;
+    - relative (the first character is `+` or `-`): changes to each planner's own default,
+      `+name` turns a switch on, `+name=N` sets replan or vote, `-name` turns one off;
+      items separated by commas or spaces (`+replan=2,-mentions`, `"+similar -mentions"`).
+      A `TechniqueChanges`, resolved per planner by `resolve`.
+
+    Bad input (an unknown name, a value on a switch, a missing or out-of-range number, a
+    relative item mixed with absolute ones) raises a one-line `UsageError`.
+    """
     spec = text.strip()
-    return None if spec in ("", "default") else Techniques.parse(spec)
+    if spec in ("", "default"):
+        return None
+    if spec[0] in "+-":
+        return TechniqueChanges.parse(spec)
+    return Techniques.parse(spec)
 
 
-def parse_variants(text: str) -> list[Techniques | None]:
+def parse_variants(text: str) -> list[TechniqueSpec]:
     """A `;`-separated list of technique specs (the benchmark's `--techniques`)."""
     if not text.strip(";").strip():
         raise UsageError("--techniques is empty")
