@@ -1,6 +1,6 @@
 """Planners: prompt + grammar in, checked plan (or next step) out. One module each.
 
-- `tree.TreePlanner`: one nested call (`Diff(Total(C, F), Total(A, E))`);
+- `tree.TreePlanner`: one nested call (`subtract(GetPrice(A), GetPrice(B))`);
 - `sequential.SequentialPlanner`: Semantic Kernel BasicPlanner's piped steps;
 - `react.ReactPlanner`: the ReAct loop (Thought / Action / Observation / Final Answer);
 - `tool_calling.ToolCallingPlanner`: the OpenAI-style tool-calling loop.

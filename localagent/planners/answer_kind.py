@@ -1,33 +1,33 @@
 """The `answer` technique: the plan's outermost call returns the kind of value asked for.
 
-Why: on the generalisation suite the default model often writes a plan whose last call
-answers a different question: "Of the Falcons and the Otters, how many matches has the
-team with more points won?" planned as `TopTeam(Falcons, Otters)` (a team, not a count),
-and "Which team has more points, the Wolves or the Otters?" as arithmetic on points. The
+Why: on tools no prompt example shows, the default model often writes a plan whose last
+call answers a different question: "Of the Rialto and the Odeon, how many seats has the
+cinema with more shows?" planned as `BusierCinema(Rialto, Odeon)` (a cinema, not a count),
+and "Which cinema has more shows, the Rialto or the Odeon?" as arithmetic on shows. The
 question word says which kind of value the answer is, the way question-answering systems
 have long typed their answers: "how many / how much / how far ..." asks for a number;
 "who / which / whose" and "name / list" ask for a name or a list. The tree grammar then
 admits at its root only the functions whose declared return type is of that kind.
 
 Only the head of a question counts: a question word at the start of the goal or of a
-clause after a comma ("Of the Badgers and the Lynx, which team ..."), optionally after a
-preposition ("In which department ..."). A relative "who" ("the person who drives the
-vehicle Ember") is not a question. English only; a goal with no recognised question word
-("What is the capital of Kenya?", "Write a poem") leaves the root open.
+clause after a comma ("Of the Rialto and the Odeon, which cinema ..."), optionally after
+a preposition ("In which club ..."). A relative "who" ("the person who owns the boat
+Osprey") is not a question. English only; a goal with no recognised question word
+("What is the area of Tallinn?", "Write a poem") leaves the root open.
 
 The question may also name the operation whose result it asks for: "How much is the
-difference between the total of company C, F and the total of company A, E?" asks for a
-difference, so the root must be a function that names subtraction (its name or
-description says difference, subtract or minus). Seen: with 200 distractor tools in the
-index, the default model rooted that plan in Total. Only "what/how much is the
-difference/sum/total/product/ratio between/of" counts ("the total mileage of" does not),
+difference between the total of X and the total of Y?" asks for a difference, so the root
+must be a function that names subtraction (its name or description says difference,
+subtract or minus). Seen: with 200 distractor tools in the index, the default model
+rooted such a plan in the sum function. Only "what/how much is the
+difference/sum/total/product/ratio between/of" counts ("the total length of" does not),
 and a restriction that no offered function meets is dropped.
 
-Likewise a goal whose last phrase names a function ("..., in French, in uppercase";
-"Convert the text 'hello world' to uppercase.") asks for that function's output: the
-plan ends with it. Seen: for the Valentine poems the sequential planner ended with
-WriterPlugin.Translate or wrote one step only. A function is named when its name,
-split into words ("uppercase", "trim end"), is the last phrase's last words.
+Likewise a goal whose last phrase names a function ("..., in German, in uppercase";
+"Convert the text 'good night' to uppercase.") asks for that function's output: the plan
+ends with it. Seen: for a goal asking for translated text in uppercase, the sequential
+planner ended with the translation or wrote one step only. A function is named when its
+name, split into words ("uppercase", "trim end"), is the last phrase's last words.
 """
 
 from __future__ import annotations

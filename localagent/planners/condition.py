@@ -1,9 +1,10 @@
 """The `check` technique: a goal that states a condition is answered condition first.
 
-Why: on "I bet my friend 100 EUR that it would rain in Athens today. If I won, how many USD
-is that?" the default model converts the 100 EUR at once and never looks at the weather
-(issue 5: 1/5 with rain, 0/5 without). The goal's condition decides whether the
-conversion is wanted at all, so it must be checked before anything else is done.
+Why: on a goal whose action depends on a condition (a sum of money to convert only if it
+rained in a given city today) the default model makes the conversion at once and never
+looks at the weather (measured: solved in 1 of 5 runs when it rained, 0 of 5 when it did
+not). The goal's condition decides whether the action is wanted at all, so it must be
+checked before anything else is done.
 
 How: when the goal states a condition ("if", "whether", "unless") and some offered
 function answers yes or no (it returns a boolean) about something the goal names (a word
@@ -16,7 +17,7 @@ first turn makes one call, of such a function. Then:
   more conversions, back and forth, then an exchange rate as the answer); with
   `grounded` the answer restates a result of the action, not the check's yes or no.
 The model still picks the functions and their arguments. Known cost: a check whose
-argument must itself be looked up ("the city where Bob lives") is made first anyway, on
+argument must itself be looked up ("the city where Ada lives") is made first anyway, on
 the model's guess.
 """
 

@@ -2,11 +2,11 @@
 looked up (`cover`), and every function it names was called (`calls`).
 
 Why: in a ReAct or tool-calling loop a 0.5B model answers after the first call that looks
-useful and skips the rest of the goal. On "I bet 100 EUR that it would rain in Athens
-today. If I won, how many USD is that?" it converts the money and answers 108 without ever
-looking at Athens' weather. The values a goal names say which lookups the goal needs:
+useful and skips the rest of the goal. Seen: asked to convert a sum of money only if it
+rained in a named city today, it converted the money and answered without ever looking up
+that city's weather. The values a goal names say which lookups the goal needs:
 values of the tools' closed sets (an enum: a company, a currency) and proper names (a
-capitalised word inside a sentence: "Athens", "Furina"), which a function with a free
+capitalised word inside a sentence: "Tallinn", "Ada"), which a function with a free
 text argument may take. While one of them has not appeared in any call, the grammar admits
 no answer and offers only the functions that could take it. The model still chooses the
 function and the arguments; on the last allowed step any answer is admitted.
@@ -14,19 +14,19 @@ function and the arguments; on the last allowed step any answer is admitted.
 A value of one or two characters ("A", the company) must appear in the goal with the same
 case, so that the article "a" does not count as naming company A. A goal that asks for
 free text (write, translate...: `grounding.asks_for_text`) is exempt: its capitalised
-words ("French", "Shakespeare") describe the text rather than name things to look up.
+words ("French", "Victorian") describe the text rather than name things to look up.
 Known cost: a goal that names something no function takes ("in Celsius") keeps the loop
 calling until the last allowed step, where any answer is admitted again.
 
-`calls`: the same early answer on a chain: "What department does Ingrid's manager work
-in?" answered "Tomasz" after Staff.GetManager. The goal names the functions it needs by
-their telling words ("department", "manager": named.py), so until each was called the
+`calls`: the same early answer on a chain: "What club does Ada's tutor belong to?"
+answered with the tutor's name after the tutor lookup. The goal names the functions it
+needs by their telling words ("club", "tutor": named.py), so until each was called the
 loop may not answer. A function that cannot be called yet (its key argument narrowed to
 nothing by `mentions` until an observation names one) does not hold the loop up. A
-function mapping a thing to its own kind that the goal names twice ("the manager of
-Leena's manager") must be called twice: seen, ReAct and tool calling answered Leena's
-manager after one GetManager. (Other functions named twice name one lookup twice: "Dev's
-salary ... the yearly salary"; two lookups of different values are `cover`'s matter.)
+function mapping a thing to its own kind that the goal names twice ("the tutor of Ada's
+tutor") must be called twice: seen, ReAct and tool calling answered with the first tutor
+after one lookup. (Other functions named twice name one lookup twice: "Ada's fee ... the
+yearly fee"; two lookups of different values are `cover`'s matter.)
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _NAME = re.compile(r"(?<=[a-z0-9,;:'\")] )[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
 
 
 def proper_names(goal: str) -> list[str]:
-    """Capitalised words (or runs of them) inside a sentence: "Athens", "New York"; not
+    """Capitalised words (or runs of them) inside a sentence: "Tallinn", "New York"; not
     the first word of a sentence, not "I", and not all-capital codes (EUR: those are
     enum values where a tool knows them)."""
     names = [m.group(0).removesuffix("'s") for m in _NAME.finditer(goal)]
@@ -101,7 +101,7 @@ _LISTED = re.compile(r"\s*(?:,|,?\s*(?:and|or|&))\s*", re.IGNORECASE)
 
 def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
     """The group of each value (in goal order): consecutive values separated only by a
-    comma, "and" or "or" ("company C, F", "Uranus and Neptune") share a group."""
+    comma, "and" or "or" ("company B, D", "Tallinn and Quito") share a group."""
     groups: list[int] = []
     end = None
     for v in values:
@@ -154,10 +154,9 @@ def tools_taking(tools: Sequence[ToolSpec], values: Sequence[str]) -> list[ToolS
 
 
 def named_functions(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
-    """The functions `goal` names by the telling words of their names ("department" and
-    "manager" in "What department does Ingrid's manager work in?"), in goal order; one
-    mapping a thing to its own kind and named twice ("the manager of Leena's manager")
-    is listed twice."""
+    """The functions `goal` names by the telling words of their names ("club" and
+    "tutor" in "What club does Ada's tutor belong to?"), in goal order; one mapping a
+    thing to its own kind and named twice ("the tutor of Ada's tutor") is listed twice."""
     words = goal_words(goal)
     return [t.qualified_name for t in functions_named(goal, tools)
             for _ in range(says_count(t, words) if maps_to_own_kind(t) else 1)]

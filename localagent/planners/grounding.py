@@ -105,14 +105,13 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
     (turn, function, arguments, result) of every call that worked.
 
     Why (the `result` technique): with every observed value admitted, the default model
-    answered "How many more pages does Ashes of Meridian have than The Copper Orchard?"
-    with 189, a looked-up page count, after `subtract(430, 189)` had returned 241. A value
-    counts from the first turn that produced it, so a lookup repeated after the
-    subtraction does not make its page count an answer again. Seen for `prefer`: "Which
-    team has more points, the Wolves or the Otters?" answered 48, the Otters' points,
-    looked up in the same turn as TopTeam's "Wolves". A number written in a text argument
-    counts as taken (seen: Furina's age 16 given as the answer after
-    `Calculator("16**0.43")`).
+    answered "How many more pages does book X have than book Y?" with 189, a looked-up
+    page count, after `subtract(430, 189)` had returned 241. A value counts from the first
+    turn that produced it, so a lookup repeated after the subtraction does not make its
+    page count an answer again. Seen for `prefer`: asked which of two teams has more
+    points, it answered with one team's points, looked up in the same turn as the picker
+    function's answer (the team's name). A number written in a text argument counts as
+    taken (seen: a looked-up age, 16, given as the answer after `Calculator("16**0.43")`).
     """
     keys = [json.dumps(value, sort_keys=True, default=str) for _, _, _, value in calls]
     first: dict[str, int] = {}
@@ -126,7 +125,7 @@ def unused_results(calls: Sequence[tuple[int, str, dict[str, Any], Any]],
         if not any(turn > since and mine & used for turn, used in taken):
             out.append((at, function, value))
     heads = [(at, v) for at, f, v in out if f in prefer]
-    if heads:  # the latest turn's: seen, the moons of Earth and of Mars, then of Mars again
+    if heads:  # the latest turn's: seen, a lookup of X, one of Y, then of Y again
         latest = max(at for at, _ in heads)
         return [v for at, v in heads if at == latest]
     return [v for _, _, v in out]

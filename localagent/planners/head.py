@@ -1,10 +1,10 @@
 """The `head` technique: the plan ends in what the question's head asks for.
 
-Why: on the generalisation suite the tree planner's plans often answer a part of the
-question. "What department does Ingrid's manager work in?" was planned as
-`GetManager(Ingrid)`; "What is the capital of Kenya?" as `CountryOfCapital(GetCapital(
-Kenya))`; "How many more pages does A have than B?" as a division, "How many goals per
-win have the Lynx scored?" as `GetGoals(Lynx)`. A question says what its answer is in two
+Why: seen with the default model on tools no prompt example shows, the tree planner's
+plans often answer a part of the question: "What club does Ada's tutor belong to?" planned
+as `GetTutor(Ada)`; "Who is the mayor of Tallinn?" as `CityOfMayor(GetMayor(Tallinn))`;
+"How many more pages does A have than B?" as a division; "How many tickets per show has
+the Rialto sold?" as `GetTickets(Rialto)`. A question says what its answer is in two
 places, and `head` restricts the outermost call (the last step) to match:
 
 - an operation cue, the earliest in the goal: a comparison ("more ... than", "ahead of",
@@ -12,17 +12,16 @@ places, and `head` restricts the outermost call (the last step) to match:
   "in total", "combined" for a sum; "multiplied by" for a product. The root must be a
   function that names that operation (`answer_kind.performs`: subtract, divide, add...);
 - otherwise the head noun: the noun phrase right after the question word ("What is the
-  yearly salary of ...", "How many goals has ...", "What department does ...", "Who is
-  Priya's manager?"). The root must be a function whose name says that noun ("salary":
-  GetSalary); of those, the ones returning a list for a plural noun ("Which books by
-  ..."), one value for a singular one ("In which department ..."), unless the question
-  asks for a number. A head noun that names no function ("How many matches", "Which team")
-  leaves the root open;
-- a question whose head is a verb ("Who manages the driver of ...") asks for the one
-  who does it: the root must be a function whose name says that verb's noun (GetManager,
-  by the same word stem); a verb no function says ("Who wrote ...") leaves it open;
-- but first, "the same N as X" asks for what shares X's N: the root must be a function that takes an
-  N ("Who works in the same department as Yuki?": ListDepartment, not GetDepartment).
+  yearly fee of ...", "How many tickets has ...", "What club does ...", "Who is Noor's
+  tutor?"). The root must be a function whose name says that noun ("fee": GetFee); of
+  those, the ones returning a list for a plural noun ("Which films by ..."), one value
+  for a singular one ("In which club ..."), unless the question asks for a number. A head
+  noun that names no function ("How many matches", "Which team") leaves the root open;
+- a question whose head is a verb ("Who tutors the owner of ...") asks for the one who
+  does it: the root must be a function whose name says that verb's noun (GetTutor, by
+  the same word stem); a verb no function says ("Who wrote ...") leaves it open;
+- but first, "the same N as X" asks for what shares X's N: the root must be a function
+  that takes an N ("Who is in the same club as Noor?": ListClub, not GetClub).
 
 English only, like `answer_kind`, whose restriction this one narrows further. A
 restriction that no offered function meets is dropped.
@@ -58,11 +57,11 @@ _HEAD = r"(?:^|[,;:.?!]\s+)(?:(?:in|of|for|from|to|at|by|with|on)\s+)?"
 _NOUN_PHRASE = re.compile(
     _HEAD + r"(?:(?:what|which|who)\s+(?:is|are|was|were)\s+|how\s+(?:many|much)\s+|"
     r"(?:what|which)\s+|(?:list|name)\s+(?:all\s+)?)(?P<np>[^,;:.?!]*)")
-# words that end a head noun phrase ("pages does ...", "salary of ...", "books by ...")
+# words that end a head noun phrase ("pages does ...", "fee of ...", "books by ...")
 _NP_END = {"of", "does", "do", "did", "has", "have", "had", "is", "are", "was", "were", "in",
            "by", "per", "for", "from", "can", "could", "will", "would", "whose", "that",
            "which", "who", "to", "on", "at", "with", "than"}
-# name words that say how a result is given, not what it is (ListBooksBy: books)
+# name words that say how a result is given, not what it is (ListFilmsBy: films)
 _FORM = GENERIC | {"list", "count", "by", "all", "top"}
 
 
@@ -75,7 +74,7 @@ def asked_operation(goal: str) -> str | None:
 
 def head_noun(goal: str) -> list[str]:
     """The words of the noun phrase the question asks about (no articles, no owner):
-    "What is Leena's yearly salary?" -> [yearly, salary]; [] when there is none."""
+    "What is Ada's yearly fee?" -> [yearly, fee]; [] when there is none."""
     found = _NOUN_PHRASE.search(unquoted(goal).lower())
     return noun_words(found.group("np").split()) if found else []
 
@@ -88,12 +87,12 @@ def head_verb(goal: str) -> list[str]:
 
 def noun_words(words: Sequence[str]) -> list[str]:
     """The noun phrase that starts `words`: up to a word like of/does/in, without
-    articles or an owner ("Leena's yearly salary of" -> [yearly, salary])."""
+    articles or an owner ("Ada's yearly fee of" -> [yearly, fee])."""
     out: list[str] = []
     for word in words:
         if word in _NP_END:
             break
-        if word.endswith(("'s", "'")):  # "Leena's yearly salary": the owner is not the head
+        if word.endswith(("'s", "'")):  # "Ada's yearly fee": the owner is not the head
             out = []
             continue
         if word not in ("the", "a", "an"):
@@ -102,7 +101,7 @@ def noun_words(words: Sequence[str]) -> list[str]:
 
 
 def _same_word(a: str, b: str) -> bool:
-    """The same word up to an ending: page/pages, manager/manages, salary/salaries."""
+    """The same word up to an ending: page/pages, tutor/tutors, fee/fees."""
     common = len(os.path.commonprefix([a, b]))
     return a == b or (common >= 3 and common >= min(len(a), len(b)) - 1
                       and max(len(a), len(b)) - common <= 3)
@@ -120,7 +119,7 @@ def says(tool: ToolSpec, words: Sequence[str]) -> bool:
 
 def says_count(tool: ToolSpec, words: Sequence[str]) -> int:
     """How often `words` (a goal's) say the tool's name: the fewest times any one of its
-    telling words occurs ("the manager of Leena's manager": GetManager twice)."""
+    telling words occurs ("the tutor of Ada's tutor": GetTutor twice)."""
     telling = _telling(tool)
     return min((sum(_same_word(t, w) for w in words) for t in telling), default=0)
 
@@ -137,12 +136,12 @@ def head_roots(goal: str, tools: Sequence[ToolSpec]) -> list[str] | None:
     same = _SAME.search(unquoted(goal).lower())
     if operation:
         roots = [t for t in tools if performs(t, operation)]
-    elif same:  # "the same department as Yuki": what takes a department, not what gives one
+    elif same:  # "the same club as Noor": what takes a club, not what gives one
         roots = [t for t in tools if any(_same_word(same.group(1), p)
                                          for p in t.parameters.get("required", []))]
     else:
         noun = head_noun(goal)
-        words = noun or head_verb(goal)  # "who manages": one value, whatever its -s
+        words = noun or head_verb(goal)  # "who tutors": one value, whatever its -s
         roots = [t for t in tools if words and says(t, words)]
         if answer_kind(goal) != "number":  # "how many books": a count, not a list
             plural = noun[-1].endswith("s") and not noun[-1].endswith("ss") if noun else False

@@ -1,8 +1,8 @@
 """The `mentions` technique: a key-like argument may only take a value the goal mentions.
 
-Why: the commonest wrong plan of a 0.5B model on a chain ("the salary of the driver of
-Ember") is a guessed intermediate value: `Staff.GetSalary(name="Tomasz")` instead of
-`Staff.GetSalary(name=Fleet.GetDriver(vehicle="Ember"))`. For an argument with a closed
+Why: the commonest wrong plan of a 0.5B model on a chain ("the fee of the owner of the
+boat Osprey") is a guessed intermediate value: `Club.GetFee(name="Oskar")` instead of
+`Club.GetFee(name=Marina.GetOwner(boat="Osprey"))`. For an argument with a closed
 set of values (an enum: a `Literal` in the plugin), the planner's copy of the function
 keeps only the values the goal mentions; when the goal mentions none but another offered
 function returns such a value, no literal is left, so the grammar admits only a nested
@@ -16,8 +16,8 @@ million for figures given "in millions"...), else it too must come from a call; 
 stops the "digit soup" of nested arithmetic on invented numbers. When the goal names a
 value to look up, the first number argument of a function takes no constant the goal does
 not state: a constant adjusts a looked-up value (`divide(sum, 2)`, `multiply(ratio, 100)`)
-and comes second; first it only padded plans (`subtract(Total(100, 100), ...)` for the
-invoice goal). Open strings are left alone.
+and comes second; first it only padded plans (seen: `subtract(add(100, 100), ...)` for a
+difference of two looked-up sums). Open strings are left alone.
 
 "Mentions" and "states" read characters, never words, so they hold in every script: a
 value counts where the characters next to it do not continue it (see `mentioned`).
@@ -38,7 +38,7 @@ from localagent.tools.spec import ToolSpec
 # Scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar,
 # Tibetan...), and Hangul, whose particles are written onto the word they follow: a
 # value in one of them is found as a plain substring, and a character of one of them
-# ends a value of any other script ("Leena的", "250公里").
+# ends a value of any other script ("Ada的", "250公里").
 UNSPACED = frozenset({"CJK", "IDEOGRAPHIC", "HIRAGANA", "KATAKANA", "KATAKANA-HIRAGANA",
                       "HALFWIDTH", "BOPOMOFO", "YI", "HANGUL", "THAI", "LAO", "KHMER",
                       "MYANMAR", "TIBETAN", "JAVANESE", "BALINESE"})
@@ -76,9 +76,9 @@ def _fold(text: str) -> str:
 
 def mentioned(value: str, goal: str) -> bool:
     """Whether `goal` names `value`: case-insensitive and up to compatibility forms
-    (NFKC: full-width "Ｌｅｅｎａ" is "Leena"), where the characters either side do not
-    continue it (`_continues`): "Kenya" is named in "Kenya's" and "Kenya的首都", not in
-    "Kenyan"; a value in a script written without spaces is named anywhere in the goal."""
+    (NFKC: full-width "Ｏｓｋａｒ" is "Oskar"), where the characters either side do not
+    continue it (`_continues`): "Nepal" is named in "Nepal's" and "Nepal的首都", not in
+    "Nepali"; a value in a script written without spaces is named anywhere in the goal."""
     v, text = _fold(value), _fold(goal)
     if not v:
         return False
@@ -155,7 +155,7 @@ def anchor_to_goal(tools: Sequence[ToolSpec], goal: str) -> list[ToolSpec]:
     with every top-level enum argument narrowed to the values `goal` names, and every
     number argument to the goal's numbers and CONSTANTS; when the goal names a value to
     look up, a function's first number argument to the goal's numbers only (else a goal
-    naming nothing could get no plan at all: `Total(?, ...)` has no base).
+    naming nothing could get no plan at all: `add(?, ...)` has no base).
 
     An enum of which the goal names no value is narrowed to none (its value must be
     looked up: a nested call in a tree, a step reference in a step list, an earlier call

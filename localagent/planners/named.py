@@ -1,13 +1,13 @@
 """The `named` technique: a writing goal names its own steps; the plan is offered only those.
 
-Why: "Write a few short poems for Valentine's day in Shakespeare's style, in French, in
-uppercase" names each transformation it wants: short poem, Shakespeare, uppercase (and
-French, a value WriterPlugin.Translate takes). Offered the whole WriterPlugin and
-TextPlugin, the default model wrote every WriterPlugin function in manual order
-(Acronym, Brainstorm, EmailGen, ...) before the uppercase. With `named`, a goal that asks
-for prose and names at least two functions gets a plan over only the functions it asks
-for, listed in the order the goal names them: the order of a recipe ("an email, like a
-pirate, in Spanish, in lowercase") is the order of the pipeline.
+Why: a writing goal such as "Write a short poem about the sea, in French, in uppercase"
+names each transformation it wants: short poem, uppercase (and French, the default
+language of the sample translation function). Offered a whole writing plugin (the sample
+WriterPlugin) and TextPlugin, the default model wrote every writing function in manual
+order (Acronym, Brainstorm, EmailGen, ...) before the uppercase. With `named`, a goal that
+asks for prose and names at least two functions gets a plan over only the functions it
+asks for, listed in the order the goal names them: the order of a recipe ("an email, like
+a pirate, in Spanish, in lowercase") is the order of the pipeline.
 
 A function is asked for when each telling word of its name begins a word of the goal
 ("poem" begins "poems"), or when the goal names a value one of its arguments takes: an
@@ -28,7 +28,7 @@ from localagent.planners.answer_kind import answer_kind
 from localagent.planners.grounding import asks_for_text
 from localagent.tools.spec import ToolSpec
 
-# name words that say how a function works, not what it does ("GetSalary": salary)
+# name words that say how a function works, not what it does ("GetFee": fee)
 GENERIC = {"get", "set", "find", "make", "do", "run", "gen", "to", "of", "the", "and", "a"}
 _WORD = re.compile(r"[a-z0-9]+")
 _QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|\"[^\"]*\"")
@@ -77,7 +77,7 @@ class AskedFunctions:
 
     def narrowed(self) -> list[ToolSpec]:
         """The offered tools with a literal `input` narrowed to the goal's phrases: the
-        topic is in the goal ("Valentine's day"), not copied from an example."""
+        topic is in the goal ("the sea"), not copied from an example."""
         out = []
         for tool in self.tools:
             props = tool.parameters.get("properties", {})
@@ -114,8 +114,9 @@ def _telling(tool: ToolSpec) -> frozenset[str]:
 
 def functions_named(goal: str, tools: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The tools whose names the goal says (quoted text aside), in the goal's order. The
-    most specific name wins: "Furina's age" names GetPersonAge, not also GetPerson, whose
-    words are a part of it (seen: ReAct made to call GetPerson lost the Furina goal)."""
+    most specific name wins: "Ada's age" names GetPersonAge, not also GetPerson, whose
+    words are a part of it (seen: ReAct, made to call GetPerson as well, failed a goal
+    asking for a person's age)."""
     goal_words = _WORD.findall(_QUOTED.sub(" ", goal).lower())  # quoted text is content
     places = {t.qualified_name: p for t in tools
               if (p := _name_position(t, goal_words)) is not None}

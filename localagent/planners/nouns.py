@@ -1,17 +1,18 @@
 """The `nouns` technique: a function the goal names as "X's N", "the N of X", "per N" or
 "the N with ..." is called by the plan.
 
-Why: with `head`, "What department does Ingrid's manager work in?" is rooted in
-GetDepartment, and the default model then writes `GetDepartment(Ingrid)`: the manager is
-lost. "How many goals per win have the Lynx scored?" became `divide(GetGoals(Lynx),
-GetPoints(Lynx))`. In English a possessive ("Ingrid's manager"), an of-phrase ("the
-driver of the vehicle Atlas"), "per N" and a noun a clause picks out ("the team with more
-points": TopTeam) name a value the answer is built from, so the function that noun names
-must be called (any one of them when the noun names several: "the library's books"). The tree grammar enforces it as the `cover` technique enforces
+Why: with `head`, "What club does Ada's tutor belong to?" is rooted in GetClub, and the
+default model then writes `GetClub(Ada)`: the tutor is lost (seen on tools no prompt
+example shows). "How many tickets per show has the Rialto sold?" became
+`divide(GetTickets(Rialto), GetSeats(Rialto))`. In English a possessive ("Ada's tutor"),
+an of-phrase ("the owner of the boat Osprey"), "per N" and a noun a clause picks out ("the
+cinema with more shows": BusierCinema) name a value the answer is built from, so the
+function that noun names must be called (any one of them when the noun names several:
+"the library's books"). The tree grammar enforces it as the `cover` technique enforces
 named values (grammar/covering.py).
 
-Not counted: a noun after "whose" ("the country whose capital is Hanoi" needs
-CountryOfCapital, not GetCapital) and nouns that name no function ("per month").
+Not counted: a noun after "whose" ("the city whose mayor is Noor" needs CityOfMayor, not
+GetMayor) and nouns that name no function ("per month").
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from localagent.planners.named import unquoted
 from localagent.tools.spec import ToolSpec
 
 _PHRASES = [
-    # Ingrid's manager, the library's books (not "what's the ...")
+    # Ada's tutor, the library's books (not "what's the ...")
     re.compile(r"\b(?!(?:what|who|it|that|there|here|he|she|where|how)'s)\w+'s?\s+"
                r"(?P<np>[a-z ]+)"),
-    re.compile(r"\bthe\s+(?P<np>(?:[a-z]+\s+){0,2}?[a-z]+)\s+of\b"),  # the driver of
-    re.compile(r"\bper\s+(?P<np>[a-z]+)"),  # per win
-    re.compile(r"\bthe\s+(?P<np>[a-z]+)\s+(?:with|that|which)\b"),  # the team with more
+    re.compile(r"\bthe\s+(?P<np>(?:[a-z]+\s+){0,2}?[a-z]+)\s+of\b"),  # the owner of
+    re.compile(r"\bper\s+(?P<np>[a-z]+)"),  # per show
+    re.compile(r"\bthe\s+(?P<np>[a-z]+)\s+(?:with|that|which)\b"),  # the cinema with more
 ]
 
 

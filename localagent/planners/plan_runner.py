@@ -1,8 +1,8 @@
 """Plan, execute, and (by technique) re-plan on failure and vote over sampled plans.
 
 Why here and not in the planners: the tree and sequential planners only turn a goal into
-a checked plan; the two techniques that need execution results (issue 8) sit between the
-planner and the executor, the same for both kinds of plan:
+a checked plan; the two techniques that need execution results sit between the planner
+and the executor, the same for both kinds of plan:
 - `replan=N`: when execution fails (a tool raised, a reference had no value, the plan was
   rejected by the executor's checks), the failing plan and the error go back to the
   planner, at most N times (LLMCompiler's joiner).

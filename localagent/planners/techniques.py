@@ -1,8 +1,8 @@
 """Planning techniques that make small models plan better, each behind its own switch.
 
-Why switches rather than always-on: issue 8 asks that every technique be measured alone
-and combined on the generalisation suite (`scripts/bench_planners.py --techniques`), and
-that the defaults be chosen from those measurements. A `Techniques` value is the whole
+Why switches rather than always-on: a technique that helps one kind of goal can cost
+another, so each is measured alone and combined (`scripts/bench_planners.py --techniques`)
+and the defaults are chosen from those measurements. A `Techniques` value is the whole
 configuration; its `label` names it in benchmark keys and reports. "default" is per
 planner (`default_techniques`): what measured best for that planner within 2x the tokens.
 
@@ -35,9 +35,9 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
 | calls         | react, tools       | no answer until every function the goal names by its      |
-|               |                    | name's words ("department", "manager") was called         |
-|               |                    | (a self-map named twice, "X's manager's manager": twice)  |
-| together      | tree               | as cover, and values the goal lists together ("C, F") are |
+|               |                    | name's words ("club", "tutor") was called                 |
+|               |                    | (a self-map named twice, "X's tutor's tutor": twice)      |
+| together      | tree               | as cover, and values the goal lists together ("B, D") are |
 |               |                    | combined in one call first (grammar/covering.py)          |
 | check         | tools              | a goal stating a condition ("if") calls a yes/no function |
 |               |                    | first; a "no" without an alternative in the goal forces   |
@@ -48,7 +48,7 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | head          | tree, sequential   | the outermost call (the last step) is what the question's |
 |               |                    | head names: the operation of its cue ("more ... than":    |
 |               |                    | subtract, "per": divide) or its head noun ("What is the   |
-|               |                    | yearly salary of ...": GetSalary) (head.py)               |
+|               |                    | yearly fee of ...": GetFee) (head.py)                     |
 |               | react, tools       | no answer before one of those functions was called        |
 | numbers       | tree               | with mentions: every number the goal states ("12 equal    |
 |               |                    | parts", "a 250 km trip") is passed to some call           |
@@ -72,7 +72,7 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | pipe          | sequential         | after the first step, `input` is never a literal: it comes |
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
 | named         | sequential         | a goal asking for prose that names two or more functions  |
-|               |                    | ("short poems ... in uppercase") is offered only the      |
+|               |                    | ("a short poem ..., in uppercase") is offered only the    |
 |               |                    | functions it names, in its order (named.py)               |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
@@ -90,10 +90,9 @@ from localagent.errors import UsageError
 class Techniques:
     """Which techniques a planner uses; `Techniques.plain()` turns all off.
 
-    `Techniques()` (`mentions+backrefs`) is the base every planner's default adds to
-    (`PLANNER_DEFAULTS`: tree and sequential `answer`, tool calling `grounded`, ...),
-    chosen from the generalisation-suite measurements
-    (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most (+8 points for
+    `Techniques()` is `mentions+backrefs`; each planner's own default is in
+    `PLANNER_DEFAULTS`, chosen from measurements on goals over tools no prompt example
+    shows (docs/BENCHMARKS.md, "Planning techniques"): mentions gained the most (+8 points for
     the tree planner at 1.3x tokens), backrefs removed every forward-reference failure of
     the sequential planner; re-planning gained nothing (+0 points: the corrected plans
     failed too), free-text reasoning and grounded ReAct answers lost ground on the default
@@ -198,7 +197,7 @@ class Techniques:
                              **values})
 
 
-# The defaults use only what holds for any phrasing, language and tool set (issue 20): the
+# The defaults use only what holds for any phrasing, language and tool set: the
 # tool schemas, values the goal states verbatim (`mentions`), execution results
 # (`grounded`) and the grammar's structure (`backrefs`, `typed`, `distinct`). The
 # techniques that read the words of one language (`ENGLISH_ONLY`) are opt-in only.

@@ -1,4 +1,4 @@
-"""The tree planner: one nested call, `Diff(Total(C, F), Total(A, E))`, evaluated bottom-up.
+"""The tree planner: one nested call, `subtract(GetPrice(A), GetPrice(B))`, evaluated bottom-up.
 
 Prompt: the manual, solved plans over other functions (fixed, or the most similar ones
 with the `similar` technique) and, with the `reasoning` technique, a short free-text list

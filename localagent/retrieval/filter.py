@@ -82,8 +82,8 @@ _CLAUSE_SPLIT = re.compile(r"[,;:?!.]|\b(?:and|then|between|after|before|also)\b
 def goal_queries(goal: str) -> list[str]:
     """The goal and its clauses (two words or more), the texts a goal is searched with.
 
-    Why: one vector for a multi-step goal leans toward its most prominent step ("company
-    invoices") and buries the others ("difference"). Scoring each function by its best
+    Why: one vector for a multi-step goal leans toward its most prominent step (looking up
+    "the prices of A and B") and buries the others ("the difference"). Scoring each function by its best
     similarity to the goal or any clause finds every step's function; measured in
     scripts/bench_retrieval.py (it also shows the small cost on one-step goals).
     """

@@ -72,7 +72,7 @@ def type_label(schema: dict[str, Any]) -> str:
         if schema.get(DECLARED, ...) is None:
             # an open number narrowed by `mentions` to the goal's numbers and a few
             # constants: listing them ("one of 0, 1, ... 1000000") reads as a menu, and
-            # the default model then fills Total(1000000, 1000000) instead of looking up
+            # the default model then fills add(1000000, 1000000) instead of looking up
             return str(schema.get("type", "number"))
         return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
     if "const" in schema:

@@ -1,6 +1,6 @@
 """Find the `@tool` functions of a plugin: an object, a class, a module or a Python file.
 
-Rules (the issue's): a class instance is a plugin named after its class; a class is
+Rules: a class instance is a plugin named after its class; a class is
 instantiated with no arguments; a module's own `@tool` functions form one plugin named
 after the module (a file: after its stem), and loading a module or file also turns each
 of its classes with `@tool` methods into a plugin named after the class.
