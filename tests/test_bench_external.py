@@ -4,6 +4,7 @@ raw baseline's parser, and one real-model run of each side."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from localagent.bench.external import bfcl, nestful
 from localagent.bench.external.packages import BFCL, NESTFUL, fetch
 from localagent.bench.external.raw import read_tool_calls
 from localagent.bench.external.run import ExternalRun, plan_external, run_external
-from localagent.planners.techniques import default_techniques
+from localagent.errors import UsageError
+from localagent.planners.techniques import default_techniques, parse_spec
 
 
 @pytest.fixture(scope="session")
@@ -117,6 +119,17 @@ def test_plan_external_pairs_every_planner_with_the_raw_baseline(cache):
         ("raw", "-"), ("raw", "-"), ("tools", default_techniques("tools").label),
         ("tools", default_techniques("tools").label)]
     assert len({r.key for r in runs}) == 4
+
+
+def test_plan_external_applies_technique_changes_to_each_planners_default(cache):
+    changes = parse_spec("-decline")
+    runs = plan_external(["bfcl"], ["raw", "tools"], ["m"], [changes],
+                         bfcl_categories=["simple_python"], per_category=1, cache=cache)
+    labels = {r.planner: r.label for r in runs}
+    assert labels["tools"] == replace(default_techniques("tools"), decline=False).label
+    with pytest.raises(UsageError, match="not on in the react planner's default"):
+        plan_external(["bfcl"], ["react"], ["m"], [changes], bfcl_categories=["simple_python"],
+                      per_category=1, cache=cache)
 
 
 def test_real_model_bfcl_simple_case_raw_and_tools(default_llm, cache, bfcl_root):

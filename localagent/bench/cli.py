@@ -208,20 +208,16 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run_external(args: argparse.Namespace, console: Any) -> int:
     from localagent.bench.external.report import bfcl_table, markdown, nestful_table
     from localagent.bench.external.run import RAW, ExternalBenchmark, plan_external
-    from localagent.planners.techniques import TechniqueChanges, parse_variants
+    from localagent.planners.techniques import parse_variants
 
     variants = parse_variants(args.techniques)
-    absolute = [v for v in variants if not isinstance(v, TechniqueChanges)]
-    if len(absolute) < len(variants):
-        raise UsageError("--external takes 'default' or absolute technique specs "
-                         "(grounded+decline), not changes (+name, -name)")
     out_dir = args.out or default_out_dir("external")
     load = _loader(args.threads) or _default_load
     bench = ExternalBenchmark(out_dir, load)
     if not args.report_only:
         planners = [RAW, *[p for p in _split(args.planners) if p != RAW]]
         runs = plan_external(_split(args.external), planners, _models(args),
-                             absolute,
+                             variants,
                              bfcl_categories=_split(args.bfcl_categories),
                              per_category=args.per_category)
         pending = bench.pending(runs)

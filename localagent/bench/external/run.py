@@ -24,7 +24,7 @@ from localagent.bench.external.raw import raw_turn
 from localagent.bench.results import ResultsFile
 from localagent.errors import LocalAgentError, UsageError
 from localagent.llm.base import LLM
-from localagent.planners.techniques import Techniques, default_techniques
+from localagent.planners.techniques import Techniques, TechniqueSpec, resolve
 
 RAW = "raw"
 PLANNERS = ("tools", "react", "sequential", "tree")
@@ -49,10 +49,11 @@ class ExternalRun:
 
 
 def plan_external(benchmarks: Sequence[str], planners: Sequence[str], models: Sequence[str],
-                  variants: Sequence[Techniques | None], *, bfcl_categories: Sequence[str],
+                  variants: Sequence[TechniqueSpec], *, bfcl_categories: Sequence[str],
                   per_category: int, nestful_sources: Sequence[str] = nestful.SOURCES,
                   cache: Path | None = None) -> list[ExternalRun]:
-    """Every run to make, BFCL first; the data packages are fetched here on first use."""
+    """Every run to make, BFCL first; the data packages are fetched here on first use.
+    Each variant is resolved per planner (None: its default; changes: to its default)."""
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
         raise UsageError(f"unknown external benchmark {unknown}; choose from bfcl, nestful")
@@ -71,7 +72,7 @@ def plan_external(benchmarks: Sequence[str], planners: Sequence[str], models: Se
     for model in models:
         for planner in planners:
             for variant in ([None] if planner == RAW else variants):
-                tech = None if planner == RAW else variant or default_techniques(planner)
+                tech = None if planner == RAW else resolve(variant, planner)
                 runs += [ExternalRun(b, c, planner, model, tech) for b, c in cases]
     return list({r.key: r for r in runs}.values())
 
