@@ -18,18 +18,7 @@ per tokenizer; `localagent.llm.constrained.matches` checks a text without a mode
 
 from __future__ import annotations
 
-from localagent.grammar.build import (
-    HERMES,
-    BuildStats,
-    CallFormat,
-    build_stats,
-    react_step,
-    sequential_plan,
-    text_answer,
-    tool_call_turn,
-    tools_hash,
-    tree_plan,
-)
+from localagent.grammar.common import HERMES, BuildStats, CallFormat, build_stats, tools_hash
 from localagent.grammar.instructions import format_instructions, manual, signature
 from localagent.grammar.jsonlark import Bounds
 from localagent.grammar.parse import (
@@ -45,6 +34,10 @@ from localagent.grammar.parse import (
     parse_tree,
 )
 from localagent.grammar.parse_steps import parse_react, parse_tool_calls
+from localagent.grammar.react import react_step
+from localagent.grammar.sequential import sequential_plan
+from localagent.grammar.tool_call import text_answer, tool_call_turn
+from localagent.grammar.tree import tree_plan
 from localagent.grammar.types import fits
 
 FORMATS = ("sequential", "tree", "react", "tool_call")

@@ -1,9 +1,9 @@
 """Tree-plan rules that must use every value the goal names (the `cover` technique).
 
-Why: on "the difference between the total of company C, F and the total of company A, E"
-the default model plans `Diff(GetInvoice(C), GetInvoice(F))`: it anchors on the first two
-companies and drops the rest, in 8 of 8 samples. A plan that never passes A or E to any
-call cannot be right, so the grammar should not admit it.
+The contract: with `cover`, every admitted plan passes each named value to some call. A
+plan that never passes one of the values the goal names cannot answer the goal, and a
+small model often anchors on the first values it reads and drops the rest, so the grammar
+admits no such plan.
 
 How: "every named value appears" is a regular property of the sequence of enum literals
 in the plan, so it can be intersected with the tree grammar (Bar-Hillel): every call and
@@ -14,37 +14,54 @@ arguments count (the values a tool knows: a company, a currency), at most MAX_VA
 them (the rule count grows as 3^k). Inside a covering plan, arrays hold literals only (no
 nested calls), and optional arguments take their usual rules (they cover nothing).
 
-`groups` (the `together` technique): values the goal lists together ("company C, F",
-"Uranus and Neptune") form one constituent, as in the sentence. A call whose new values
-(those first used inside it: `t & ~s`) lie in more than one group must hold each of those
-groups whole. So for "the total of company C, F and the total of company A, E",
-`Diff(GetInvoice(C), Total(GetInvoice(F), Total(A, E)))` is out (its outer Total takes F
-from the pair C, F together with A and E) and `Diff(Total(C, F), Total(A, E))` stays in.
-A value listed with others is used once (seen: `Diff(Total(C, F), Total(C, Total(A, E)))`);
-a value named alone may be used twice (a density is population / area of one country).
-The order of the values is free: "How many JPY is 1000 EUR" is `Convert(1000, EUR, JPY)`.
+`groups` (the `together` technique): values the goal lists together ("the total of X and
+Y") form one constituent, as in the sentence. A call whose new values (those first used
+inside it: `t & ~s`) lie in more than one group must hold each of those groups whole. So
+for "the difference between the total of X, Y and the total of Z, W",
+`Diff(Total(X, Y), Total(Z, W))` is admitted and `Diff(Get(X), Total(Get(Y), Total(Z, W)))`
+is not (its outer Total takes Y from the pair X, Y together with Z and W). A value listed
+with others is used once; a value named alone may be used twice (a density divides two
+lookups of one country). The order of the values is free: "how many of currency B is 10
+of currency A" is `Convert(10, A, B)`.
 
 `numbers` (the `numbers` technique): numbers the goal states ("in 12 equal parts"), each
 passed to some call; a number literal covers its item as an enum literal does.
 
 `needs` (the `nouns` technique): functions the plan must call. They are items of the same
-set: a call of a function in needs[k] covers item k, so "the plan calls GetManager" is
-intersected with the grammar exactly as "the plan passes Ingrid" is.
+set: a call of a function in needs[k] covers item k, so "the plan calls F" is intersected
+with the grammar exactly as "the plan passes the value V" is.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from localagent.grammar.jsonlark import Schema, jtext, lit
+from localagent.grammar.common import call_object
+from localagent.grammar.jsonlark import LarkRules, Schema, jtext, lit
 from localagent.grammar.types import fits, string_enum
-
-if TYPE_CHECKING:
-    from localagent.grammar.build import _TreeBuilder
+from localagent.tools.spec import ToolSpec
 
 MAX_VALUES = 4
+
+
+class TreeCalls(Protocol):
+    """What the covering rules build on: the tree builder's tools, its rules and its
+    uncovered call rules (`tree._TreeBuilder`)."""
+
+    tools: list[ToolSpec]
+    shallow: set[int]  # indices of the tools that stand only in the outer two levels
+    rules: LarkRules
+    depth: int
+
+    def call(self, level: int, i: int) -> str | None:
+        """Tool i's ordinary call rule at `level` (None: its arguments admit no value)."""
+        ...
+
+    def fit_rule(self, level: int, schema: Schema, root: Schema) -> str | None:
+        """The ordinary calls that may stand at `level` where `schema` is expected."""
+        ...
 
 
 def coverable(values: Sequence[str]) -> bool:
@@ -56,7 +73,7 @@ class CoveringRules:
     """Builds the indexed rules into a tree builder's `LarkRules`; a tool without required
     arguments covers nothing and keeps the builder's own call rule."""
 
-    def __init__(self, builder: _TreeBuilder, values: Sequence[str], *,
+    def __init__(self, builder: TreeCalls, values: Sequence[str], *,
                  groups: Sequence[int] = (), needs: Sequence[Sequence[str]] = (),
                  numbers: Sequence[float] = ()) -> None:
         self.b = builder
@@ -64,9 +81,8 @@ class CoveringRules:
         self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
         for k, g in enumerate(groups):
             self.groups[g] |= 1 << k
-        # values listed with others are used once (seen: Total(C, Total(A, E)) after
-        # Total(C, F)); a value named alone may be needed twice (density = population /
-        # area of one country)
+        # values listed with others are used once; a value named alone may be needed
+        # twice (a density divides two lookups of one country)
         self.once = sum(g for g in self.groups if g & (g - 1))
         self.bit = {v: 1 << k for k, v in enumerate(values)}
         self.value_mask = (1 << len(values)) - 1
@@ -111,28 +127,25 @@ class CoveringRules:
 
     def _build_call(self, level: int, i: int, s: int, t: int) -> str | None:
         """Tool i at `level` whose arguments move the covered set from `s` to `t`."""
-        from localagent.grammar.build import _call_object
-
         tool = self.b.tools[i]
         params = tool.parameters
         props: dict[str, Schema] = params.get("properties") or {}
         required = _required(params)
         if not required:
-            return self.b._call(level, i) if s == t else None
+            return self.b.call(level, i) if s == t else None
         first = self._seq(level, i, 0, s, t)
         if first is None:
             return None
-        self.b.rules.root = params
         tail = []
         for k, schema in props.items():
             if k in required:
                 continue
-            v = self.b.rules.value(schema, 1, lambda sch: self.b._fit_rule(
-                level + 1, sch, params), f"L{level}")
+            v = self.b.rules.value(schema, 1, lambda sch: self.b.fit_rule(
+                level + 1, sch, params), f"L{level}", root=params)
             if v:
                 tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
         args = " ".join(['"{"', first, *tail, '"}"'])
-        return self.b.rules.add(f"cc{level}", _call_object(
+        return self.b.rules.add(f"cc{level}", call_object(
             "function", tool.qualified_name, "args", args))
 
     def _seq(self, level: int, i: int, p: int, s: int, t: int) -> str | None:
@@ -177,8 +190,7 @@ class CoveringRules:
             alts += [lit(jtext(v)) for v in numbers
                      if t == s | self.number_bit.get(float(v), 0)]
         elif s == t:
-            self.b.rules.root = root
-            plain = self.b.rules.value(schema, 1, None, "")
+            plain = self.b.rules.value(schema, 1, None, "", root=root)
             if plain:
                 alts.append(plain)
         if level + 1 <= self.b.depth:

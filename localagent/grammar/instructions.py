@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from localagent.grammar.build import HERMES, CallFormat
+from localagent.grammar.common import HERMES, CallFormat
 from localagent.grammar.types import DECLARED, value_type
 from localagent.tools.spec import ToolSpec
 

@@ -7,7 +7,8 @@ is fixed (`", "` and `": "`), and the tree-plan builder can put a nested call wh
 value of the right type may stand (the `hook`).
 
 Rules are memoised by (schema, depth, hook), so a tool set compiles to one rule per
-distinct argument type, not one per occurrence.
+distinct argument type, not one per occurrence. Every `value()` call names its `root`: the
+schema whose `$defs` a `$ref` inside it resolves against (a tool's parameters).
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ def jtext(value: Any) -> str:
 class LarkRules:
     """Accumulates named Lark rules; `value()` returns a Lark expression for a schema."""
 
-    def __init__(self, bounds: Bounds, root: Schema | None = None) -> None:
+    def __init__(self, bounds: Bounds) -> None:
         self.bounds = bounds
-        self.root: Schema = root or {}
         self._rules: dict[str, str] = {}
         self._by_key: dict[tuple[str, int, str], str | None] = {}
         self._counter = 0
@@ -102,16 +102,21 @@ class LarkRules:
     # --- values -----------------------------------------------------------------------
 
     def value(self, schema: Schema, depth: int = 0, hook: Hook | None = None,
-              hook_tag: str = "") -> str | None:
-        """A Lark expression matching JSON values of `schema`, or None if none fits."""
+              hook_tag: str = "", *, root: Schema) -> str | None:
+        """A Lark expression matching JSON values of `schema`, or None if none fits.
+
+        `root`: the schema a `$ref` in `schema` resolves against (the tool's parameters,
+        which hold its `$defs`). `hook`: asked at every value below the top for a rule that
+        may also stand there; `hook_tag` keeps rules made with different hooks apart.
+        """
         text = json.dumps(schema, sort_keys=True, default=str)
         # A $ref means different things under different roots: key it by the root too.
-        scope = str(id(self.root)) if '"$ref"' in text else ""
+        scope = str(id(root)) if '"$ref"' in text else ""
         key = (text, depth, hook_tag + scope)
         if key in self._by_key:
             return self._by_key[key]
         self._by_key[key] = None  # recursion guard: a cycle at the same depth fits nothing
-        alts = self._alternatives(schema, depth, hook, hook_tag)
+        alts = self._alternatives(schema, depth, hook, hook_tag, root)
         if hook is not None:
             extra = hook(schema)
             if extra:
@@ -122,15 +127,15 @@ class LarkRules:
         return name
 
     def _alternatives(self, schema: Schema, depth: int, hook: Hook | None,
-                      tag: str) -> list[str]:
+                      tag: str, root: Schema) -> list[str]:
         if not isinstance(schema, dict):
             return [] if schema is False else self._any(depth)
         if "$ref" in schema:
             if depth >= self.bounds.max_depth + 2:
                 return []
-            target = self._resolve(schema["$ref"])
+            target = _resolve(schema["$ref"], root)
             merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-            return self._opt(self.value(merged, depth + 1, hook, tag))
+            return self._opt(self.value(merged, depth + 1, hook, tag, root=root))
         if "const" in schema:
             return [lit(jtext(schema["const"]))]
         if "enum" in schema:
@@ -140,24 +145,25 @@ class LarkRules:
                 base = {k: v for k, v in schema.items() if k != combo}
                 out: list[str] = []
                 for sub in schema[combo]:
-                    out += self._opt(self.value({**base, **sub}, depth, hook, tag))
+                    out += self._opt(self.value({**base, **sub}, depth, hook, tag, root=root))
                 return out
         if "allOf" in schema:
             merged = {k: v for k, v in schema.items() if k != "allOf"}
             for sub in schema["allOf"]:
-                sub = self._resolve(sub["$ref"]) if "$ref" in sub else sub
+                sub = _resolve(sub["$ref"], root) if "$ref" in sub else sub
                 merged = _merge(merged, sub)
-            return self._opt(self.value(merged, depth, hook, tag))
+            return self._opt(self.value(merged, depth, hook, tag, root=root))
         types = schema.get("type")
         if isinstance(types, list):
             out = []
             for t in types:
-                out += self._opt(self.value({**schema, "type": t}, depth, hook, tag))
+                out += self._opt(self.value({**schema, "type": t}, depth, hook, tag,
+                                            root=root))
             return out
-        return self._typed(schema, types, depth, hook, tag)
+        return self._typed(schema, types, depth, hook, tag, root)
 
     def _typed(self, schema: Schema, t: str | None, depth: int, hook: Hook | None,
-               tag: str) -> list[str]:
+               tag: str, root: Schema) -> list[str]:
         if t == "string":
             return [self.string(schema.get("maxLength"), int(schema.get("minLength", 0)))]
         if t in ("number", "integer"):
@@ -169,38 +175,40 @@ class LarkRules:
         if t == "null":
             return ['"null"']
         if t == "array":
-            return self._opt(self._array(schema, depth, hook, tag))
+            return self._opt(self._array(schema, depth, hook, tag, root))
         if t == "object":
-            return self._opt(self._object(schema, depth, hook, tag))
+            return self._opt(self._object(schema, depth, hook, tag, root))
         if t is None:
             if "properties" in schema:
-                return self._opt(self._object(schema, depth, hook, tag))
+                return self._opt(self._object(schema, depth, hook, tag, root))
             if "items" in schema:
-                return self._opt(self._array(schema, depth, hook, tag))
+                return self._opt(self._array(schema, depth, hook, tag, root))
             return self._any(depth)
         raise ConstraintError(f"unsupported JSON schema type {t!r}")
 
-    def _array(self, schema: Schema, depth: int, hook: Hook | None, tag: str) -> str | None:
+    def _array(self, schema: Schema, depth: int, hook: Hook | None, tag: str,
+               root: Schema) -> str | None:
         if depth >= self.bounds.max_depth:
             return '"[]"' if schema.get("minItems", 0) == 0 else None
-        item = self.value(schema.get("items", {}), depth + 1, hook, tag)
+        item = self.value(schema.get("items", {}), depth + 1, hook, tag, root=root)
         lo = int(schema.get("minItems", 0))
         hi = min(int(schema.get("maxItems", self.bounds.max_items)), self.bounds.max_items)
         if item is None or hi < lo:
             return '"[]"' if lo == 0 else None
         return self.add("arr", _repeat('"["', item, '", "', '"]"', lo, hi))
 
-    def _object(self, schema: Schema, depth: int, hook: Hook | None, tag: str) -> str | None:
+    def _object(self, schema: Schema, depth: int, hook: Hook | None, tag: str,
+                root: Schema) -> str | None:
         props: dict[str, Schema] = schema.get("properties") or {}
         if not props:
-            return self._free_object(schema, depth, hook, tag)
+            return self._free_object(schema, depth, hook, tag, root)
         # Objects with declared properties are finite by construction (only $ref can
         # recurse, and $ref depth is bounded), so no depth cut here: deep types compile.
         required = [k for k in props if k in set(schema.get("required", []))]
         optional = [k for k in props if k not in set(required)]
         pairs: dict[str, str] = {}
         for k in required + optional:
-            v = self.value(props[k], depth + 1, hook, tag)
+            v = self.value(props[k], depth + 1, hook, tag, root=root)
             if v is None and k in required:
                 return None
             if v is not None:
@@ -209,11 +217,12 @@ class LarkRules:
                                             pairs))
 
     def _free_object(self, schema: Schema, depth: int, hook: Hook | None,
-                     tag: str) -> str | None:
+                     tag: str, root: Schema) -> str | None:
         if depth >= self.bounds.max_depth:
             return '"{}"'
         extra = schema.get("additionalProperties", {})
-        v = self.value(extra if isinstance(extra, dict) else {}, depth + 1, hook, tag)
+        v = self.value(extra if isinstance(extra, dict) else {}, depth + 1, hook, tag,
+                       root=root)
         if v is None or extra is False:
             return '"{}"'
         pair = self.add("kv", f'{self.string(40, 1)} ": " {v}')
@@ -224,27 +233,28 @@ class LarkRules:
         scalars = [self.string(), self.number(False, False), '"true"', '"false"', '"null"']
         if depth >= self.bounds.max_depth:
             return scalars
-        inner = self.value({}, depth + 1)
+        inner = self.value({}, depth + 1, root={})
         assert inner is not None
         arr = self.add("arr", _repeat('"["', inner, '", "', '"]"', 0, self.bounds.max_items))
         pair = self.add("kv", f'{self.string(40, 1)} ": " {inner}')
         obj = self.add("fobj", _repeat('"{"', pair, '", "', '"}"', 0, self.bounds.max_props))
         return scalars + [arr, obj]
 
-    def _resolve(self, ref: str) -> Schema:
-        if not ref.startswith("#/"):
-            raise ConstraintError(f"unsupported $ref {ref!r} (only local refs)")
-        node: Any = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, dict) or part not in node:
-                raise ConstraintError(f"unresolvable $ref {ref!r}")
-            node = node[part]
-        return node
-
     @staticmethod
     def _opt(name: str | None) -> list[str]:
         return [name] if name else []
+
+
+def _resolve(ref: str, root: Schema) -> Schema:
+    if not ref.startswith("#/"):
+        raise ConstraintError(f"unsupported $ref {ref!r} (only local refs)")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            raise ConstraintError(f"unresolvable $ref {ref!r}")
+        node = node[part]
+    return node
 
 
 def _merge(a: Schema, b: Schema) -> Schema:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from localagent.errors import InvalidPlanError, PlanValidationError
-from localagent.grammar.build import HERMES, CallFormat
+from localagent.grammar.common import HERMES, CallFormat
 from localagent.grammar.parse import ReactStep, ToolCall, ToolCallTurn, args_errors
 from localagent.tools.spec import ToolSpec
 

@@ -1,21 +1,19 @@
 """Step lists whose `$k` references are typed (the sequential planner's `typed` technique).
 
-A step reference `"$k"` may stand only where step k's result fits the argument
-(grammar/types.py `fits`, the rule a nested call obeys in a tree plan). Why: with untyped
-references the default model fed GetDriver's name to `multiply` and a fuel consumption to
-GetSalary (the Ember and Bison goals of the generalisation suite), and a consumption to
-GetDepartment (the Dingo list): plans a tree grammar could not have written.
+The contract: a step reference `"$k"` stands only where step k's result fits the argument
+(`types.fits`, the rule a nested call obeys in a tree plan), so a sequential plan cannot
+pass a lookup's name to arithmetic or a measurement to a lookup by name: plans a tree
+grammar could not write either.
 
 A context-free grammar cannot look back at which function step k called, so the rule for
 "step k onward" is one rule per *state*: the return class of each earlier step. Tools
-whose results fit the same argument schemas share a class (the suite's ten offered tools
-fall into 2 to 5), so step k has at most C^(k-1) states, each with a call rule per tool.
-To bound the grammar, only the first steps' classes are tracked: as many as keep the
-states times the argument slots of every tool (`tracked_steps`) within `MAX_CALL_RULES`;
-a step after those is untracked, and a reference to it stands wherever any reference may.
-So the suite's ten tools (14 slots) in 5 classes are tracked for 4 steps of 6, its 28
-tools (34 slots, 9 classes) for 2; where not even one step can be tracked (200 tools),
-`typed` changes nothing.
+whose results fit the same argument schemas share a class (ten tools typically fall into
+2 to 5), so step k has at most C^(k-1) states, each with a call rule per tool. To bound
+the grammar, only the first steps' classes are tracked: as many as keep the states times
+the argument slots of every tool (`tracked_steps`) within `MAX_CALL_RULES`; a step after
+those is untracked, and a reference to it stands wherever any reference may. So ten tools
+(14 slots) in 5 classes are tracked for 4 steps of 6, 28 tools (34 slots, 9 classes) for
+2; where not even one step can be tracked (200 tools), `typed` changes nothing.
 """
 
 from __future__ import annotations
@@ -186,8 +184,7 @@ def _argument_schemas(tools: Sequence[ToolSpec], bounds: Bounds) -> list[tuple[S
             if schema is not params:
                 seen.append((schema, params))
 
-        rules.root = params
-        rules.value(params, 0, record, f"probe{n}")
+        rules.value(params, 0, record, f"probe{n}", root=params)
     return seen
 
 

@@ -1,0 +1,407 @@
+"""The sequential plan constraint: `{"input": ..., "subtasks": [call, ...]}`.
+
+`sequential_plan` resolves its options against the tool list (`_Options`) and writes the
+subtask list in the simplest form that can express them:
+
+- `_repeated_subtasks`: one call rule repeated (no per-step differences);
+- `_unrolled_subtasks`: one rule per step, when a step's admitted references, arguments
+  or end depend on its position (backward references, the pipe, a recipe, needed groups);
+  `_recipe_steps` and `_needed_steps` add a state to "step k onward" on top of that;
+- `_typed_subtasks`: one rule per step and state, where a state records which kind of
+  result each earlier step produced (`typed_steps.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
+from localagent.grammar.common import (
+    DEFAULT_BOUNDS,
+    cached,
+    call_object,
+    render,
+    steps_reasoning,
+)
+from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
+from localagent.grammar.typed_steps import CallRule, RefsFor, TypedSteps
+from localagent.plan import INPUT
+from localagent.tools.spec import ToolSpec
+
+NO_LAST_STEP = "no function that may end the plan can be called"
+RefRule = Callable[[Sequence[int]], "str | None"]
+"""Given step numbers, the rule admitting a reference `"$j"` to any of them (None: none)."""
+
+
+@dataclass(frozen=True)
+class _Options:
+    """`sequential_plan`'s options resolved against the tool list: indices, not names."""
+
+    max_steps: int
+    reasoning_chars: int
+    reasoning_steps: bool
+    refs: str  # "none", "any" or "backward"
+    pipe: bool
+    order: str  # "ascending", "distinct" or "" (any), for references within one call
+    typed: bool
+    last: set[int] | None  # the tools the last step may call (None: any)
+    recipe: list[int]  # the tools a recipe calls, in order
+    groups: list[set[int]]  # the groups of tools each of which the plan calls one of
+    inputs: Sequence[str] | None
+    bounds: Bounds
+
+
+def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
+                    reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
+                    roots: Sequence[str] | None = None, pipe: bool = False,
+                    must: Sequence[str] = (), inputs: Sequence[str] | None = None,
+                    ordered: bool = False, distinct: bool = False,
+                    needs: Sequence[Sequence[str]] = (), typed: bool = False,
+                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
+    """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
+
+    `reasoning_chars`: a free-text reasoning field of at most this many characters first
+    (0: none); `reasoning_steps`: a reasoning field that lists real calls instead
+    (`steps_reasoning`). `refs`: where an argument may be a step reference (`"$1"`, the
+    output of step 1) in place of a value of its type: "none"; "any" (`$1`..`$max_steps`
+    in every step, so a forward reference parses and only the plan check rejects it);
+    "backward" (step k may name only `$1`..`$(k-1)`: forward references cannot be
+    written, at the price of one call rule per tool and step). `roots`: the qualified
+    names the last step may call (None: any function). `pipe`: after the first step,
+    `input` is never written: the pipe gives each step the previous step's output (one
+    call rule per tool and step). `must`: a recipe: the qualified names the plan calls in
+    this order; with it, every tool is called at most once (a rule per step and state).
+    `inputs`: the values the plan's "input" (its starting text) may take (None: any
+    bounded string).
+    `ordered` (with backward refs): the step references of one call are distinct and
+    ascending (`subtract("$1", "$2")`, never `"$2", "$1"` or `"$1", "$1"`), for a function
+    whose arguments are all required and plain values (`_ordered_args`). `distinct`:
+    only distinct, in any order.
+    `needs`: groups of qualified names; the plan calls at least one function of each
+    group (`_needed_steps`; not with `must`).
+    `typed` (with backward refs, not with `must`): a `$k` stands only where step k's
+    result fits the argument (grammar/typed_steps.py).
+    """
+    if refs not in ("none", "any", "backward"):
+        raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
+    options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
+               "refs": refs, "steps": reasoning_steps,
+               "roots": None if roots is None else sorted(roots), "pipe": pipe,
+               "must": list(must), "inputs": None if inputs is None else list(inputs),
+               "ordered": ordered and refs == "backward",
+               "distinct": distinct and refs == "backward",
+               "needs": [sorted(g) for g in needs],
+               "typed": typed and refs == "backward" and not must}
+    index = {t.qualified_name: i for i, t in enumerate(tools)}
+    if any(name not in index for name in must):
+        raise ConstraintError(f"must names functions not offered: {list(must)}")
+    groups = [{index[n] for n in group if n in index} for group in needs]
+    if any(not g for g in groups):
+        raise ConstraintError(f"a group of needed functions has none offered: {list(needs)}")
+    resolved = _Options(
+        max_steps=max_steps, reasoning_chars=reasoning_chars,
+        reasoning_steps=reasoning_steps, refs=refs, pipe=pipe,
+        order="ascending" if options["ordered"] else "distinct" if options["distinct"] else "",
+        typed=bool(options["typed"]),
+        last=None if roots is None else {i for i, t in enumerate(tools)
+                                         if t.qualified_name in roots},
+        recipe=[index[name] for name in must], groups=groups, inputs=inputs, bounds=bounds)
+    return cached("sequential", tools, options, lambda: _source(tools, resolved))
+
+
+def _source(tools: Sequence[ToolSpec], o: _Options) -> str:
+    """The grammar text of a sequential plan."""
+    rules = LarkRules(o.bounds)
+    text = steps_reasoning(rules, tools, o.max_steps) if o.reasoning_steps else (
+        rules.string(o.reasoning_chars, 1) if o.reasoning_chars else "")
+    reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
+    if o.typed:
+        subtasks = _typed_subtasks(rules, tools, o)
+    elif o.refs == "backward" or o.pipe or o.recipe or o.groups:
+        subtasks = _unrolled_subtasks(rules, tools, o)
+    else:
+        subtasks = _repeated_subtasks(rules, tools, o)
+    start = (rules.string(o.bounds.max_text) if o.inputs is None else
+             rules.add("input", " | ".join(lit(jtext(v)) for v in dict.fromkeys(o.inputs))))
+    return render("sequential", reasoning=reasoning, input=start,
+                  subtasks=subtasks, rules=rules.render())
+
+
+def _repeated_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options) -> str:
+    """Every step the same call rule (references, with "any", to every step), the last
+    one restricted to `o.last`."""
+    call, final, _ = _step_calls(rules, tools, 1, range(1, o.max_steps + 1)
+                                 if o.refs == "any" else (), _ref_rules(rules), o.last)
+    if final is None:
+        raise ConstraintError(NO_LAST_STEP)
+    if o.max_steps == 1:
+        return final
+    if final == call:
+        return f'{call} (", " {call}){{0,{o.max_steps - 1}}}'
+    return f'({call} ", "){{0,{o.max_steps - 1}}} {final}'
+
+
+def _unrolled_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options) -> str:
+    """One rule per step: its own references (backward: only earlier steps), its tools
+    (piped: without an optional `input`), then a recipe's or the needed groups' states."""
+    ref_rule = _ref_rules(rules)
+    steps = [_step_calls(rules, _piped_after(tools, k) if o.pipe else tools, k,
+                         range(1, k if o.refs == "backward" else o.max_steps + 1)
+                         if o.refs != "none" else (), ref_rule, o.last, order=o.order)
+             for k in range(1, o.max_steps + 1)]
+    if o.recipe:
+        return _recipe_steps(rules, steps, o.recipe, o.last)
+    if o.groups:
+        return _needed_steps(rules, steps, o.groups, o.last)
+    return _unrolled_steps([(s.any, s.final) for s in steps])
+
+
+def _typed_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options) -> str:
+    """Backward references that stand only where the named step's result fits."""
+    tools_at = [_piped_after(tools, 2) if o.pipe else tools] * o.max_steps
+    tools_at[0] = tools
+    call = _typed_call(rules, tools_at, o.order)
+    return TypedSteps(rules, tools_at, call, last=o.last, groups=o.groups).build()
+
+
+def _piped_after(tools: Sequence[ToolSpec], step: int) -> Sequence[ToolSpec]:
+    """`tools` as step `step` sees them under `pipe`: from step 2 on, an optional `input`
+    argument is gone, so the previous step's output is always what the step works on."""
+    if step < 2:
+        return tools
+    out = []
+    for tool in tools:
+        props = tool.parameters.get("properties", {})
+        if INPUT in props and INPUT not in tool.parameters.get("required", []):
+            props = {k: v for k, v in props.items() if k != INPUT}
+            tool = replace(tool, parameters={**tool.parameters, "properties": props})
+        out.append(tool)
+    return out
+
+
+def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
+                order: str) -> CallRule:
+    """The call rules `TypedSteps` asks for: tool i at step k, whose references may name
+    only the steps `refs_for` gives (`order`: "ascending" or "distinct", `_ordered_args`;
+    "": any)."""
+    ref_rule = _ref_rules(rules)
+
+    def call(k: int, i: int, refs_for: RefsFor, tag: str) -> str | None:
+        tool = tools_at[k - 1][i]
+        return _call_rule(rules, tool, f"call{k}_{i}", k,
+                          lambda schema: refs_for(schema, tool.parameters), ref_rule, tag,
+                          order)
+
+    return call
+
+
+def _ref_rules(rules: LarkRules) -> RefRule:
+    """A maker of the rule admitting the step references `"$j"` for j in the steps it is
+    given (None for none), one rule per distinct list."""
+    made: dict[tuple[int, ...], str | None] = {}
+
+    def ref_rule(steps: Sequence[int]) -> str | None:
+        key = tuple(steps)
+        if key not in made:
+            made[key] = rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in key)) \
+                if key else None
+        return made[key]
+
+    return ref_rule
+
+
+def _call_rule(rules: LarkRules, tool: ToolSpec, name: str, step: int,
+               refs: Callable[[Schema], Sequence[int]] | None,
+               ref_rule: RefRule, tag: str, order: str = "") -> str | None:
+    """`tool`'s call rule at `step`: its own arguments, where a reference to one of the
+    steps `refs(schema)` gives may stand in for a value (None: no reference); `order`:
+    "ascending" or "distinct" references within the call (`_ordered_args`). None when
+    its arguments admit no value (an enum narrowed to nothing, no reference allowed)."""
+    params = tool.parameters
+
+    def hook(schema: Schema) -> str | None:
+        return None if schema is params or refs is None else ref_rule(refs(schema))
+
+    args = (_ordered_args(rules, params, step, refs, ascending=order == "ascending")
+            if order and refs else None) or rules.value(params, 0, hook if refs else None,
+                                                        tag if refs else "", root=params)
+    if args is None:
+        return None
+    return rules.add(name, call_object("function", tool.qualified_name, "args", args))
+
+
+class StepRules(NamedTuple):
+    """The rules of one step: any call, a call that may end the plan (None: none may),
+    and each callable tool's own call rule by its index."""
+
+    any: str
+    final: str | None
+    calls: dict[int, str]
+
+
+def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
+                ref_steps: Sequence[int], ref_rule: RefRule,
+                last: set[int] | None = None, *, order: str = "") -> StepRules:
+    """Rules for one subtask, and for the plan's last subtask: any tool with its own
+    arguments (the last one: only the tools in `last`, when given), a reference to one of
+    `ref_steps` wherever a value may stand (`order`: distinct, and "ascending" or only
+    "distinct", within the call)."""
+    heads, finals, calls = [], [], {}
+    refs = (lambda schema: ref_steps) if ref_steps else None
+    for i, tool in enumerate(tools):
+        call = _call_rule(rules, tool, f"call{step}_{i}", step, refs, ref_rule, f"s{step}",
+                          order)
+        if call is None:  # e.g. an enum narrowed to nothing and no reference allowed here
+            continue
+        heads.append(call)
+        calls[i] = call
+        if last is None or i in last:
+            finals.append(call)
+    if not heads:
+        raise ConstraintError(f"no function can be called at step {step}: every argument "
+                              "schema admits no value")
+    rule = rules.add(f"step{step}", " | ".join(heads))
+    if finals == heads:
+        return StepRules(rule, rule, calls)
+    return StepRules(rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None,
+                     calls)
+
+
+_SCALAR = ("number", "integer", "string", "boolean")
+
+
+def _ordered_args(rules: LarkRules, params: Schema, step: int,
+                  refs: Callable[[Schema], Sequence[int]] | None = None,
+                  ascending: bool = True) -> str | None:
+    """The argument object of step `step` in which the step references (`"$1"` ..
+    `"$(step-1)"`; with `refs`, the ones it gives for an argument's schema) are distinct
+    and (`ascending`) in ascending argument order; None where the function's arguments
+    are not all required plain values (the ordinary rules apply there).
+
+    The contract: a plan looks its operands up in the order the goal names them, so an
+    operation takes them in that order too ("how much more is X than Y": X is `$1`, and
+    the plan writes `subtract("$1", "$2")`, never `subtract("$2", "$1")`), and never
+    combines one result with itself (`divide("$1", "$1")`). With `ascending=False`
+    (`distinct`) only the second holds, so `add("$2", "$1")` stays admitted: where the
+    order does not matter, forcing it leads a model to write a literal instead.
+    """
+    props: dict[str, Schema] = params.get("properties") or {}
+    keys = list(props)
+    if (not keys or set(params.get("required", [])) != set(keys)
+            or not all(isinstance(props[k], dict) and ("enum" in props[k] or (
+                props[k].get("type") in _SCALAR and not {"anyOf", "oneOf", "allOf", "$ref"}
+                & set(props[k]))) for k in keys)):
+        return None
+    plain = {k: rules.value(props[k], 1, None, "", root=params) for k in keys}
+    memo: dict[tuple[int, frozenset[int]], str | None] = {}
+
+    def tail(idx: int, used: frozenset[int]) -> str | None:
+        """Arguments keys[idx:] when the references so far are `used`."""
+        if (idx, used) not in memo:
+            name = lit(jtext(keys[idx]) + ": ")
+            choices = [(plain[keys[idx]], used)] if plain[keys[idx]] else []
+            allowed = refs(props[keys[idx]]) if refs else range(1, step)
+            floor = max(used, default=0) if ascending else 0
+            choices += [(lit(jtext(f"${j}")), used | {j}) for j in allowed
+                        if j > floor and j not in used]
+            alts = []
+            for value, after in choices:
+                rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""
+                if rest is not None:
+                    alts.append(f'{name} {value} ", " {rest}' if rest else f"{name} {value}")
+            memo[idx, used] = rules.add("oargs", " | ".join(alts)) if alts else None
+        return memo[idx, used]
+
+    first = tail(0, frozenset())
+    return rules.add("ordered", f'"{{" {first} "}}"') if first else None
+
+
+def _recipe_steps(rules: LarkRules, steps: list[StepRules], order: Sequence[int],
+                  last: set[int] | None) -> str:
+    """The subtask list of a recipe: each tool called at most once, every tool of `order`
+    called, in that order; the others where the model puts them. The rule for "step k
+    onward" branches on the state (how many of `order` are called, which others are).
+    A plan may end only once all of `order` are called (and, with `last`, on `last`)."""
+    memo: dict[tuple[int, int, frozenset[int]], str | None] = {}
+    required = list(order)
+
+    def tail(k: int, done: int, used: frozenset[int]) -> str | None:
+        key = (k, done, used)
+        if key not in memo:
+            memo[key] = None
+            step, alts = steps[k], []
+            for i, call in step.calls.items():
+                if i in used or (i in required and required[done:done + 1] != [i]):
+                    continue  # called already, or a required tool out of its turn
+                after = (done + 1, used) if i in required else (done, used | {i})
+                if after[0] == len(required) and (last is None or i in last):
+                    alts.append(call)
+                if k + 1 < len(steps) and len(required) - after[0] < len(steps) - k:
+                    rest = tail(k + 1, *after)
+                    if rest:
+                        alts.append(f'{call} ", " {rest}')
+            memo[key] = rules.add(f"recipe{k + 1}", " | ".join(alts)) if alts else None
+        return memo[key]
+
+    first = tail(0, 0, frozenset())
+    if first is None:
+        raise ConstraintError(f"no plan of at most {len(steps)} steps calls the required "
+                              "functions in order")
+    return first
+
+
+def _needed_steps(rules: LarkRules, steps: list[StepRules], groups: Sequence[set[int]],
+                  last: set[int] | None) -> str:
+    """The subtask list when each group of tools must have one of its tools called (the
+    `nouns` technique): the rule for "step k onward" branches on the groups covered so
+    far (a bit mask); a plan may end only once all are (and, with `last`, on `last`)."""
+    full = (1 << len(groups)) - 1
+    memo: dict[tuple[int, int], str | None] = {}
+
+    def covers(i: int) -> int:
+        return sum(1 << g for g, group in enumerate(groups) if i in group)
+
+    def tail(k: int, done: int) -> str | None:
+        if (k, done) not in memo:
+            memo[k, done] = None
+            by_after: dict[int, list[int]] = {}
+            for i in steps[k].calls:
+                by_after.setdefault(done | covers(i), []).append(i)
+            alts = []
+            for after, tools in by_after.items():
+                ends = [steps[k].calls[i] for i in tools if last is None or i in last]
+                if after == full and ends:
+                    alts.append(" | ".join(ends))
+                rest = tail(k + 1, after) if k + 1 < len(steps) else None
+                if rest:
+                    calls = " | ".join(steps[k].calls[i] for i in tools)
+                    alts.append(f'({calls}) ", " {rest}')
+            memo[k, done] = rules.add(f"need{k + 1}", " | ".join(alts)) if alts else None
+        return memo[k, done]
+
+    first = tail(0, 0)
+    if first is None:
+        raise ConstraintError(f"no plan of at most {len(steps)} steps calls a function of "
+                              "each needed group")
+    return first
+
+
+def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
+    """`s1 (", " s2 (", " s3 ...)?)?`: step k uses its own rule, at most len(steps) steps.
+    When the step that ends the plan has its own rule (the second of each pair; None: no
+    plan may end there), `(l1 | s1 ", " (l2 | s2 ", " ...))`."""
+    if all(rule == final for rule, final in steps):
+        text = ""
+        for rule, _ in reversed(steps[1:]):
+            text = f'(", " {rule} {text})?'.replace(" )", ")")
+        return f"{steps[0][0]} {text}".strip()
+    tail: str | None = None
+    for rule, final in reversed(steps):
+        alts = [a for a in (final, f'{rule} ", " {tail}' if tail else None) if a]
+        tail = f"({' | '.join(alts)})" if alts else None
+    if tail is None:
+        raise ConstraintError(NO_LAST_STEP)
+    return tail
