@@ -1,9 +1,4 @@
-"""Plan data: call nodes, references, sequential and tree plans, and their JSON forms.
-
-Why one module of immutable pydantic models: the planners produce plans, the executor runs
-them, the CLI saves and loads them, and the grammar layer needs their shape. One frozen type
-per node (with a `kind` literal) describes a plan, checks its structure and yields its JSON
-schema (`plan_json_schema()`), so nothing else has to agree on a second description.
+"""Plans: the node types (from `localagent.plan_nodes`), their JSON forms, and `validate`.
 
 Two JSON forms are read:
 - the *typed* form that `to_json` writes: every node carries `kind`
@@ -14,204 +9,61 @@ Two JSON forms are read:
   exactly a reference (`"$1"`, `"$input"`, `"$name"`, `"#E1"`) means that earlier result.
 A literal string that looks like a reference, or a literal JSON object, is written as
 `{"kind": "value", "value": ...}` in either form.
+
+Structural problems (a wrong shape, an unknown field) raise `PlanProblemsError` when a plan
+is read; `validate` checks a plan against a tool registry (`localagent.plan_check`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StrictBool,
-    StrictFloat,
-    StrictInt,
-    StrictStr,
-    Tag,
-    TypeAdapter,
-    ValidationError,
-    model_validator,
-)
-from typing_extensions import TypeAliasType
+from pydantic import TypeAdapter, ValidationError
 
 from localagent.errors import PlanValidationError
+from localagent.plan_check import check_plan
+from localagent.plan_nodes import (
+    INPUT,
+    NAME_RE,
+    Arg,
+    Call,
+    Plan,
+    Ref,
+    SequentialPlan,
+    Step,
+    TreePlan,
+    Value,
+)
 
 if TYPE_CHECKING:
     from localagent.tools.registry import ToolRegistry
 
-_REF_RE = re.compile(r"^(?:\$(?P<name>[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)|#E(?P<ev>[1-9][0-9]*))$")
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-INPUT = "input"
-"""The context variable that carries a sequential plan's input and each step's output."""
-
-
-class _Node(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Ref(_Node):
-    """A reference to an earlier result: `$3` (step 3's output), `#E3` (the same, ReWOO
-    style), `$input` (the piped value) or `$name` (a step's named output)."""
-
-    kind: Literal["ref"] = "ref"
-    name: str
-    sigil: Literal["$", "#E"] = "$"
-
-    @model_validator(mode="after")
-    def _check_name(self) -> Ref:
-        if Ref.parse(str(self)) is None:
-            raise ValueError(f"{str(self)!r} is not a reference ($1, $name, $input or #E1)")
-        return self
-
-    @property
-    def step(self) -> int | None:
-        """The 1-based step number this reference names, or None for a variable."""
-        return int(self.name) if self.name.isdigit() else None
-
-    def __str__(self) -> str:
-        return f"{self.sigil}{self.name}"
-
-    @staticmethod
-    def parse(text: str) -> Ref | None:
-        """The reference `text` spells exactly, or None if it is an ordinary string."""
-        match = _REF_RE.match(text)
-        if match is None:
-            return None
-        if match["ev"] is not None:
-            return Ref.model_construct(kind="ref", name=match["ev"], sigil="#E")
-        return Ref.model_construct(kind="ref", name=match["name"], sigil="$")
-
-
-class Value(_Node):
-    """A literal that the plain JSON form cannot carry: an object, or a string that would
-    otherwise read as a reference."""
-
-    kind: Literal["value"] = "value"
-    value: Any
-
-
-def _arg_tag(value: Any) -> str:
-    if isinstance(value, dict):
-        return str(value.get("kind", "literal"))
-    if isinstance(value, _Node):
-        return str(value.kind)  # type: ignore[attr-defined]
-    if isinstance(value, (list, tuple)):
-        return "list"
-    return "literal"
-
-
-Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr, None]  # noqa: UP007
-
-Arg = TypeAliasType(  # type: ignore[misc]
+__all__ = [
+    "INPUT",
     "Arg",
-    Annotated[
-        Union[  # noqa: UP007 (a string forward reference cannot take part in `|`)
-            Annotated["Call", Tag("call")],
-            Annotated[Ref, Tag("ref")],
-            Annotated[Value, Tag("value")],
-            Annotated[tuple["Arg", ...], Tag("list")],  # type: ignore[misc]
-            Annotated[Scalar, Tag("literal")],
-        ],
-        Discriminator(_arg_tag),
-    ],
-)
-"""An argument: a JSON scalar, a nested call, a reference, a `Value`, or a list of these."""
+    "Call",
+    "Plan",
+    "PlanProblemsError",
+    "Ref",
+    "SequentialPlan",
+    "Step",
+    "TreePlan",
+    "Value",
+    "call_from_dict",
+    "plan_from_dict",
+    "plan_from_json",
+    "plan_json_schema",
+    "plan_to_dict",
+    "plan_to_raw",
+    "validate",
+]
 
-
-class Call(_Node):
-    """One function call; arguments may nest further calls, evaluated first."""
-
-    kind: Literal["call"] = "call"
-    function: str = Field(min_length=1)
-    args: dict[str, Arg] = Field(default_factory=dict)
-
-    def children(self) -> Iterator[tuple[str, Call]]:
-        """(path relative to this call, nested call) for the direct sub-calls."""
-        for name, arg in self.args.items():
-            yield from _calls_in(arg, f"args.{name}")
-
-    def refs(self) -> Iterator[tuple[str, Ref]]:
-        """(relative path, reference) for every reference anywhere below this call."""
-        for name, arg in self.args.items():
-            yield from _refs_in(arg, f"args.{name}")
-
-    def depth(self) -> int:
-        """1 for a call whose arguments are all literals or references."""
-        return 1 + max((child.depth() for _, child in self.children()), default=0)
-
-
-class Step(_Node):
-    """A sequential step: a call, and optionally a name under which its output is kept."""
-
-    kind: Literal["step"] = "step"
-    function: str = Field(min_length=1)
-    args: dict[str, Arg] = Field(default_factory=dict)
-    output: str | None = Field(default=None, pattern=_NAME_RE.pattern)
-
-    @property
-    def call(self) -> Call:
-        return Call(function=self.function, args=self.args)
-
-
-class SequentialPlan(_Node):
-    """Semantic Kernel BasicPlanner's plan: steps in order, each output piped to the next
-    step's `input` argument (unless the step sets `input` itself)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    kind: Literal["sequential"] = "sequential"
-    input: str = ""
-    steps: tuple[Step, ...] = Field(alias="subtasks")
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return _to_json(self, indent)
-
-
-class TreePlan(_Node):
-    """A single nested call (`Diff(Total(C, F), Total(A, E))`), evaluated bottom-up."""
-
-    kind: Literal["tree"] = "tree"
-    root: Call
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return _to_json(self, indent)
-
-
-Plan = Annotated[SequentialPlan | TreePlan, Field(discriminator="kind")]
 _PLAN = TypeAdapter(Plan)
 _CALL = TypeAdapter(Call)
 
 
-def _calls_in(arg: Any, path: str) -> Iterator[tuple[str, Call]]:
-    if isinstance(arg, Call):
-        yield path, arg
-    elif isinstance(arg, tuple):
-        for i, item in enumerate(arg):
-            yield from _calls_in(item, f"{path}[{i}]")
-
-
-def _refs_in(arg: Any, path: str) -> Iterator[tuple[str, Ref]]:
-    if isinstance(arg, Ref):
-        yield path, arg
-    elif isinstance(arg, Call):
-        for sub_path, ref in arg.refs():
-            yield f"{path}.{sub_path}", ref
-    elif isinstance(arg, tuple):
-        for i, item in enumerate(arg):
-            yield from _refs_in(item, f"{path}[{i}]")
-
-
 # --- JSON ---------------------------------------------------------------------------------
-
-
-def _to_json(plan: SequentialPlan | TreePlan, indent: int | None) -> str:
-    return json.dumps(plan.model_dump(mode="json", by_alias=True), indent=indent)
 
 
 def plan_to_dict(plan: SequentialPlan | TreePlan) -> dict[str, Any]:
@@ -347,7 +199,7 @@ def _raw_call(raw: Any, path: str, problems: list[str], *, step: bool = False) -
     }
     if step and raw.get("output") is not None:
         output = raw["output"]
-        if not isinstance(output, str) or not _NAME_RE.match(output) or output == INPUT:
+        if not isinstance(output, str) or not NAME_RE.match(output) or output == INPUT:
             problems.append(f"{path}.output: {output!r} is not a usable name (a-z, 0-9, _)")
         out["output"] = output
     return out
@@ -415,18 +267,8 @@ def plan_json_schema() -> dict[str, Any]:
 def validate(
     plan: SequentialPlan | TreePlan, registry: ToolRegistry, *, max_depth: int = 4
 ) -> None:
-    """Check a plan against a registry; raise one PlanValidationError listing every problem.
-
-    See `localagent.plan_check` for the checks (kept apart to keep this module data-only).
-    """
-    from localagent.plan_check import check_plan
-
+    """Check a plan against a registry; raise one `PlanProblemsError` listing every problem
+    (`localagent.plan_check.check_plan` makes the list)."""
     problems = check_plan(plan, registry, max_depth=max_depth)
     if problems:
         raise _problems_error(problems)
-
-
-Call.model_rebuild()
-Step.model_rebuild()
-SequentialPlan.model_rebuild()
-TreePlan.model_rebuild()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localagent.errors import InvalidArgumentsError
-from localagent.plan import INPUT, Call, Ref, SequentialPlan, Step, TreePlan, Value
+from localagent.plan_nodes import INPUT, Call, Ref, SequentialPlan, Step, TreePlan, Value
 from localagent.tools.registry import ToolRegistry, suggest
 from localagent.tools.spec import ToolSpec
 

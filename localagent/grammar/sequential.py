@@ -28,7 +28,7 @@ from localagent.grammar.common import (
 )
 from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
 from localagent.grammar.typed_steps import CallRule, RefsFor, TypedSteps
-from localagent.plan import INPUT
+from localagent.plan_nodes import INPUT
 from localagent.tools.spec import ToolSpec
 
 NO_LAST_STEP = "no function that may end the plan can be called"
