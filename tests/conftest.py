@@ -66,13 +66,14 @@ def default_model_path() -> Path:
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None,
-            prefix: tuple[str, ...] = (), timeout: float = 300) -> subprocess.CompletedProcess[str]:
+            prefix: tuple[str, ...] = (), timeout: float = 300,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `localagent ARGS` in a fresh interpreter, as a user would (real exit codes,
-    real stderr)."""
+    real stderr); `input` is piped to its stdin."""
     full_env = {**os.environ, **(env or {})}
     script = Path(sys.executable).parent / "localagent"
     entry = [str(script)] if script.is_file() else [
         sys.executable, "-c", "from localagent.cli import app; app(prog_name='localagent')"]
     cmd = [*prefix, *entry, *args]
     return subprocess.run(cmd, check=False, capture_output=True, text=True, env=full_env, cwd=REPO,
-                          timeout=timeout)
+                          timeout=timeout, input=input)

@@ -11,7 +11,7 @@ import typer
 app = typer.Typer(
     name="localagent",
     help=("Plan and act with local GGUF models, fully offline.\n\n"
-          "Example: localagent run \"What is the weather in Paris?\" --planner react"),
+          "Example: localagent run \"What is 100 EUR in USD?\" --planner tools --examples"),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -22,7 +22,7 @@ def _register() -> None:
     # Each group module adds itself to `app`; the import order is the help order.
     import importlib
 
-    for module in ("models", "generate", "tools", "retrieval", "run", "exec", "config"):
+    for module in ("models", "generate", "tools", "retrieval", "run", "chat", "exec", "config"):
         importlib.import_module(f"localagent.cli.{module}")
 
 

@@ -1,0 +1,90 @@
+"""`localagent chat`: goals one per line over one loaded model, `/` commands, bad lines
+reported without ending the session (scripted model), and a piped session on the real
+default model through a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+from typer.testing import CliRunner
+
+import localagent.llm
+from localagent.cli import app
+from localagent.llm import ScriptedLLM
+
+runner = CliRunner()
+
+
+def _call(function: str, **args: object) -> str:
+    return "<tool_call>\n" + json.dumps({"name": function, "arguments": args}) + "\n</tool_call>"
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Every model load, by name; each gets the same scripted model."""
+    llm = ScriptedLLM()
+    names: list[str | None] = []
+
+    def load(name=None, *a, **k):
+        names.append(name)
+        return llm
+
+    monkeypatch.setattr(localagent.llm, "load_llm", load)
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
+    return llm, names
+
+
+def test_two_goals_share_one_model_and_commands_change_the_planner(loads):
+    llm, names = loads
+    llm.enqueue(json.dumps({"function": "MathPlugin.add", "args": {"value1": 2, "value2": 3}}))
+    llm.enqueue(_call("MathPlugin.multiply", value1=7, value2=6), "42")
+    stdin = "What is 2 plus 3?\n/planner tools\n\nWhat is 7 times 6?\n/quit\nnot read\n"
+    result = runner.invoke(app, ["chat", "--planner", "tree", "--techniques", "plain"],
+                           input=stdin)
+    assert result.exit_code == 0, result.output
+    assert "answer: 5" in result.output and "answer: 42" in result.output
+    assert "planner: tools" in result.output
+    assert "2 answered, 0 without an answer" in result.output
+    assert len(names) == 1  # loaded once for both goals
+    assert len(llm.requests) == 3  # "not read", after /quit, was not run
+
+
+def test_bad_lines_print_one_error_and_the_session_goes_on(loads):
+    llm, _ = loads
+    llm.enqueue(json.dumps({"function": "MathPlugin.add", "args": {"value1": 1, "value2": 1}}))
+    stdin = "/planner nope\n/frobnicate\n/model\n/tools\nWhat is 1 plus 1?\n"
+    result = runner.invoke(app, ["chat", "--techniques", "plain"], input=stdin)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "error: /planner takes one of tree, sequential, react, tools, not 'nope'" in out
+    assert "error: unknown command '/frobnicate'; /help lists them" in out
+    assert "error: /model takes a catalog name or a .gguf path" in out
+    assert "MathPlugin.add" in out and "functions:" in out  # /tools
+    assert "answer: 2" in out
+
+
+def test_model_command_loads_the_new_model_before_switching(loads):
+    _, names = loads
+    result = runner.invoke(app, ["chat"], input="/model other-model\n/help\n")
+    assert result.exit_code == 0, result.output
+    assert names == ["other-model"]  # the first agent never needed its model
+    assert "model: scripted" in result.output
+    assert "/planner NAME" in result.output  # /help
+
+
+def test_bad_option_is_one_line_exit_2():
+    result = runner.invoke(app, ["chat", "--planner", "nope"], input="")
+    assert result.exit_code == 2
+    assert "--planner must be one of" in result.output
+
+
+def test_real_model_chat_piped(default_model_path):
+    """Two goals through one process on the real default model: both answered, one load."""
+    stdin = "What is 100 EUR in USD?\n/planner tools\nWhat is 12 times 7?\n"
+    proc = run_cli("chat", "--planner", "tools", "--examples", input=stdin, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert "answer: 108.0" in proc.stdout, proc.stdout
+    assert "answer: 84" in proc.stdout, proc.stdout
+    assert "2 answered, 0 without an answer" in proc.stdout
