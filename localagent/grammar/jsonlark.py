@@ -40,8 +40,8 @@ class Bounds:
 
 # Letters of the Latin, Greek and Cyrillic scripts beyond ASCII. Free text and strings
 # exclude emoji, symbols and CJK on purpose: a small model can fill a character budget with
-# emoji at several tokens each and run past max_tokens (seen: "🌟 🌟 🌟 ..."), so a bound
-# in characters would no longer bound tokens.
+# emoji at several tokens each and run past max_tokens, so a bound in characters would no
+# longer bound tokens.
 WIDE = "\u00a0-\u024f\u0370-\u03ff\u0400-\u04ff"
 TEXT_CHAR = f"[\\x20-\\x7e{WIDE}]"  # printable, one line
 FIRST_CHAR = f"[\\x21-\\x7e{WIDE}]"  # printable, not a space

@@ -5,6 +5,12 @@ when it is not (unconstrained generation, a scripted model, a truncated output).
 truncated output raises `TruncatedOutputError` (the planner retries), anything else that
 does not parse or validate raises `PlanValidationError` listing every problem: neither
 ever reaches the executor.
+
+Two rules judge a call's arguments here: a literal value against its parameter is JSON
+Schema validation (`args_errors`); a nested call standing for an argument is the
+grammar's own rule, `types.fits` (whether its return type promises a value of the
+parameter), so an unconstrained output passes exactly where the grammar would have
+admitted it.
 """
 
 from __future__ import annotations
@@ -77,7 +83,10 @@ def _schema_errors(schema: dict[str, Any], value: Any, root: dict[str, Any]) -> 
 
 
 def args_errors(tool: ToolSpec, args: Any, schema: dict[str, Any] | None = None) -> list[str]:
-    """Problems with `args` for `tool` (unknown keys always count, like the executor)."""
+    """Problems with `args` for `tool`: its literal values validated against `schema`
+    (default: the tool's parameters) by JSON Schema; unknown keys always count, like the
+    executor. A position holding a call or a reference is relaxed to `{}` by the caller:
+    whether a result fits is `types.fits` (`parse_tree`) or the plan check's question."""
     name = tool.qualified_name
     schema = tool.parameters if schema is None else schema
     if not isinstance(args, dict):
@@ -126,10 +135,10 @@ def json_object_lost(text: str) -> bool:
     """True once `text` can no longer be what `_json_payload` accepts as a plan: one JSON
     object, fenced or not, and nothing else.
 
-    Why: unconstrained, a small model often writes prose before or after the plan and goes
-    on until max_tokens (SmolLM2: 1,600 tokens of "[FINISHED FUNCTIONS]"); the output is
-    rejected anyway, so generation stops at the first character that seals its fate.
-    Only the start and the end are judged: a malformed object runs to its end as before.
+    Unconstrained generation can stop as soon as this holds: an output with prose before
+    or after the plan is rejected anyway, however long it runs on (small models often
+    go on until max_tokens). Only the start and the end are judged: a malformed object
+    runs to its end and is rejected by the parser.
     """
     body = text.lstrip()
     fenced = body.startswith("`")
@@ -167,9 +176,10 @@ def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
                      max_steps: int | None = None, refs: bool = False) -> ParsedPlan:
     """`{"input": str, "subtasks": [{"function", "args"}...]}` (optionally with "reasoning").
 
-    `refs`: an argument may be a step reference `"$k"` in place of a value of its type
-    (its type is checked when the step runs); a reference to step k >= the current one
-    is rejected here, whatever the grammar allowed.
+    `refs`: an argument may be a step reference `"$k"` in place of a value of its type;
+    a reference to step k >= the current one is rejected here, whatever the grammar
+    allowed. Whether step k's result fits is not judged here: the plan check judges it
+    (`types.may_fit`) before the plan runs, and with `typed` the grammar already did.
     """
     plan, reasoning = _split_reasoning(_json_payload(text), None)
     if not isinstance(plan, dict) or set(plan) != {"input", "subtasks"}:
@@ -215,7 +225,9 @@ def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: st
 
 
 def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4) -> ParsedPlan:
-    """A call tree `{"function", "args"}` whose args may be calls of fitting return type."""
+    """A call tree `{"function", "args"}` whose args may be calls whose return type fits
+    (`types.fits`, as in the grammar), nested at most `depth` levels; literal arguments
+    validated by JSON Schema."""
     plan, reasoning = _split_reasoning(_json_payload(text), "plan")
     problems: list[str] = []
     _check_tree(plan, _by_name(tools), 1, depth, "plan", problems)
