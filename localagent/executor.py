@@ -32,8 +32,8 @@ from typing_extensions import assert_never
 
 from localagent.budget import Budget, BudgetSpent
 from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
+from localagent.grammar.types import as_text, passed_as_text
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
-from localagent.plan_check import schema_types
 from localagent.tools.spec import ToolError, ToolResult
 from localagent.trace import (
     CallCancelled,
@@ -328,15 +328,17 @@ class Executor:
         raise _Failed(failure)
 
     def _fit_strings(self, call: Call, args: dict[str, Any]) -> dict[str, Any]:
-        """A computed scalar passed to a string parameter becomes text (SK's string context)."""
+        """A computed value passed where a parameter takes strings and not the value's own
+        type becomes its text (`grammar.types.passed_as_text`, SK's string context): what
+        makes a result fit a string parameter, as the grammar and the plan check assume."""
         if call.function not in self.registry:
             return args
-        params = self.registry.spec(call.function).parameters.get("properties", {})
+        parameters = self.registry.spec(call.function).parameters
+        params = parameters.get("properties", {})
         for name, value in args.items():
             computed = isinstance(call.args.get(name), (Call, Ref))
-            scalar = isinstance(value, (int, float, bool))
-            if computed and scalar and schema_types(params.get(name, {})) == {"string"}:
-                args[name] = json.dumps(value) if isinstance(value, bool) else str(value)
+            if computed and passed_as_text(params.get(name, {}), value, parameters):
+                args[name] = as_text(value)
         return args
 
     def _has_param(self, function: str, name: str) -> bool:

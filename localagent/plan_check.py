@@ -5,10 +5,18 @@ person fixing a hand-written plan, both want the whole list at once, each with t
 path into the plan's JSON (`subtasks[2].args.value1: unknown function "DemoPlugin.Totl";
 did you mean DemoPlugin.Total?`).
 
-Type checks follow the registry's (pydantic, lax) coercion: a literal "2000" fits an integer
-parameter, "abc" does not. A computed value (a nested call's result or a reference) must have
-a return type that can fit the parameter; a scalar result fits a string parameter because the
-executor turns it into text, as Semantic Kernel's string context does.
+Two questions, two rules:
+
+- a *literal* against its parameter: the registry's (pydantic, lax) coercion decides
+  (`literal_problem`, and the registry itself once every argument is a literal): a
+  literal "2000" fits an integer parameter, "abc" does not;
+- a *computed* value (a nested call's result, a reference, the piped input) against its
+  parameter: `grammar.types.may_fit`, the rule the grammar's `fits` is the strict half
+  of, decides from the producing function's return schema. It rejects only a result no
+  value of which could pass (a list where a number is expected), so every plan a grammar
+  admits passes; anything fits a string parameter, because the executor passes a result
+  there as its text (`grammar.types.passed_as_text`), as Semantic Kernel's string
+  context does.
 """
 
 from __future__ import annotations
@@ -18,20 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localagent.errors import InvalidArgumentsError
+from localagent.grammar.types import json_type, may_fit, value_types
 from localagent.plan_nodes import INPUT, Call, Ref, SequentialPlan, Step, TreePlan, Value
 from localagent.tools.registry import ToolRegistry, suggest
 from localagent.tools.spec import ToolSpec
 
-# JSON types a parameter of each type accepts from a computed value (see module docstring).
-_ACCEPTS: dict[str, set[str]] = {
-    "string": {"string", "integer", "number", "boolean"},
-    "integer": {"integer", "number", "string", "boolean"},
-    "number": {"integer", "number", "string", "boolean"},
-    "boolean": {"boolean", "integer", "number", "string"},
-    "array": {"array"},
-    "object": {"object"},
-    "null": {"null"},
-}
 _ARTICLE = {"integer": "an integer", "array": "an array", "object": "an object", "null": "null"}
 
 
@@ -216,7 +215,7 @@ def _check_arg(arg: Any, schema: dict[str, Any], spec: ToolSpec, path: str, scop
             returns = scope.registry.spec(function).returns
             _check_computed(returns, schema, f"{arg} ({function}) is", spec, path, scope)
     elif isinstance(arg, tuple):
-        types = schema_types(schema)
+        types = value_types(schema, spec.parameters)
         if types is not None and "array" not in types:
             scope.problems.append(f"{path}: expected {_describe(types)}, got a list")
             return
@@ -234,14 +233,24 @@ def _check_computed(
     returns: dict[str, Any], param: dict[str, Any], what: str, spec: ToolSpec, path: str,
     scope: _Scope,
 ) -> None:
-    have, want = schema_types(returns), schema_types(param)
-    if have is None or want is None:
+    """A computed value (its producer returns `returns`) where `param` is expected."""
+    if may_fit(param, returns, spec.parameters):
         return
-    if not any(h in _ACCEPTS.get(w, {w}) for h in have for w in want):
-        scope.problems.append(
-            f"{path}: {what} {_describe(have)}, but {spec.qualified_name} expects "
-            f"{_describe(want)} here"
-        )
+    have, want = value_types(returns) or set(), value_types(param, spec.parameters) or set()
+    if _describe(have) == _describe(want):  # the same types, but no value in common
+        have_text, want_text = _values(returns), _values(param)
+    else:
+        have_text, want_text = _describe(have), _describe(want)
+    scope.problems.append(
+        f"{path}: {what} {have_text}, but {spec.qualified_name} expects {want_text} here"
+    )
+
+
+def _values(schema: dict[str, Any]) -> str:
+    """`one of 'a', 'b'` for an enum or const schema (at most six values shown)."""
+    values = schema.get("enum", [schema.get("const")])
+    shown = ", ".join(map(repr, values[:6])) + (", ..." if len(values) > 6 else "")
+    return f"one of {shown}" if len(values) != 1 else repr(values[0])
 
 
 def _check_literals_with_registry(call: Call, spec: ToolSpec, path: str, scope: _Scope) -> None:
@@ -278,42 +287,20 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def schema_types(schema: dict[str, Any]) -> set[str] | None:
-    """The JSON types a schema allows, or None when it does not say (any value)."""
-    if "anyOf" in schema or "oneOf" in schema:
-        types: set[str] = set()
-        for branch in schema.get("anyOf", schema.get("oneOf", [])):
-            sub = schema_types(branch) if isinstance(branch, dict) else None
-            if sub is None:
-                return None
-            types |= sub
-        return types
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return {kind}
-    if isinstance(kind, list):
-        return set(kind)
-    if "$ref" in schema or "properties" in schema:
-        return {"object"}
-    if "enum" in schema or "const" in schema:
-        values = schema.get("enum", [schema.get("const")])
-        return {_json_type(v) for v in values}
-    return None
-
-
 def literal_problem(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> str | None:
-    """Why a literal cannot fit `schema` under lax coercion, or None if it can."""
+    """Why a literal cannot fit `schema` under the registry's lax coercion, or None if it
+    can (a value's question; a computed value's is `grammar.types.may_fit`)."""
     schema = _resolve(schema, root)
     for key in ("anyOf", "oneOf"):
         if key in schema:
             if any(literal_problem(value, b, root) is None for b in schema[key]):
                 return None
-            return f"expected {_describe(schema_types(schema) or set())}, got {_shown(value)}"
+            return f"expected {_describe(value_types(schema, root) or set())}, got {_shown(value)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"expected one of {', '.join(map(repr, schema['enum']))}, got {_shown(value)}"
     if "const" in schema and value != schema["const"]:
         return f"expected {schema['const']!r}, got {_shown(value)}"
-    types = schema_types(schema)
+    types = value_types(schema, root)
     if types is None or any(_fits_literal(value, t) for t in types):
         if isinstance(value, list) and "items" in schema:
             for i, item in enumerate(value):
@@ -339,7 +326,7 @@ def _fits_literal(value: Any, kind: str) -> bool:
         return isinstance(value, bool) or value in (0, 1) or (
             isinstance(value, str) and value.lower() in {"true", "false", "yes", "no", "0", "1"}
         )
-    return _json_type(value) == kind
+    return json_type(value) == kind
 
 
 def _parses(text: str, kind: type) -> bool:
@@ -350,20 +337,6 @@ def _parses(text: str, kind: type) -> bool:
     return True
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, (list, tuple)) else "object"
-
-
 def _describe(types: set[str]) -> str:
     return " or ".join(_ARTICLE.get(t, f"a {t}") for t in sorted(types)) or "nothing"
 
@@ -371,4 +344,4 @@ def _describe(types: set[str]) -> str:
 def _shown(value: Any) -> str:
     text = repr(value)
     text = text if len(text) <= 40 else text[:37] + "..."
-    return f"{_ARTICLE.get(_json_type(value), 'a ' + _json_type(value))} ({text})"
+    return f"{_ARTICLE.get(json_type(value), 'a ' + json_type(value))} ({text})"
