@@ -14,10 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "localagent"
 
 # Cycles known and owned elsewhere; each entry is one cycle's modules. Remove an entry
 # when its cycle is gone (the test then keeps it gone).
-KNOWN: set[frozenset[str]] = {
-    # bench.checks imports compare.as_text; compare imports checks.declined in a function
-    frozenset({"localagent.bench.checks", "localagent.bench.compare"}),
-}
+KNOWN: set[frozenset[str]] = set()
 
 
 def _modules() -> dict[str, Path]:

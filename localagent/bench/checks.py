@@ -45,16 +45,6 @@ def called(run: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     ]
 
 
-def declined(answer: Any, run: Mapping[str, Any]) -> str | None:
-    """The `declined: true` expectation: no offered tool can answer the goal, so the run
-    is right only when it ends without an answer (answer None; why it stopped, if
-    anything says so, is in the run's `error`). Any answer, even one saying that no tool
-    fits, is wrong: the planners answer a value or nothing."""
-    if answer is None:
-        return None
-    return f"answered {as_text(answer)[:80]!r} although no offered tool fits the goal"
-
-
 def is_yes(answer: Any, run: Mapping[str, Any]) -> str | None:
     """A yes/true answer, without a no/false in it."""
     if answer is True:

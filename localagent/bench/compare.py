@@ -44,10 +44,18 @@ def compare(expectation: Expectation, answer: Any, run: Mapping[str, Any]) -> st
     if kind == "regex":
         return _regex(value, answer, str(opts.get("flags", "")))
     if kind == "declined":
-        from localagent.bench.checks import declined
-
-        return declined(answer, run)
+        return declined(answer)
     return _check(value, answer, run)
+
+
+def declined(answer: Any) -> str | None:
+    """The `declined: true` expectation: no offered tool can answer the goal, so the run
+    is right only when it ends without an answer (answer None; why it stopped, if
+    anything says so, is in the run's `error`). Any answer, even one saying that no tool
+    fits, is wrong: the planners answer a value or nothing."""
+    if answer is None:
+        return None
+    return f"answered {as_text(answer)[:80]!r} although no offered tool fits the goal"
 
 
 def as_text(answer: Any) -> str:
