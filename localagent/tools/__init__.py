@@ -35,7 +35,7 @@ _WHERE = {
     "openai_tools": "localagent.tools.manual",
     "schema_tool": "localagent.tools.from_schema",
     "schema_tools": "localagent.tools.from_schema",
-    "RecordingStub": "localagent.tools.from_schema",
+    "RecordingStub": "localagent.tools.recording_stub",
 }
 
 
