@@ -319,6 +319,12 @@ def test_grounded_tool_calling_declines_when_the_probe_answers_in_prose(registry
             "Write a haiku about autumn.", Executor(registry))
     assert not out.declined and forced.requests[0].constraint is not None
     assert out.turns[0].calls and out.answer == "true"
+    # a model whose chat template has no tool format is not probed: the first turn calls
+    plain = ScriptedLLM([tc("WeatherPlugin.DidItRainToday", city="Athens"), "true"],
+                        chat_format=None)
+    assert not plain.info.supports_tools
+    out = ToolCallingPlanner(plain, specs).run("Write a haiku about autumn.", Executor(registry))
+    assert not out.declined and plain.requests[0].constraint is not None
 
 
 def test_bare_json_calls_are_read_as_calls(registry):

@@ -90,8 +90,9 @@ def wrap_bare_calls(text: str) -> str:
         body = fence.group(1)
         try:
             obj = json.loads(body)
-        except json.JSONDecodeError:
-            return text
+        except json.JSONDecodeError:  # or several calls, one a line
+            lines = wrap_bare_calls(body)
+            return lines if lines != body else text
         if isinstance(obj, dict) and set(obj) == {"name", "arguments"}:
             return f"<tool_call>\n{json.dumps(obj, ensure_ascii=False)}\n</tool_call>"
         return text
@@ -164,8 +165,12 @@ class ToolCallingPlanner:
         asked first: a few unconstrained tokens (the prompt is the turn's own, so the
         prefix is reused); a reply that does not open a call (`<tool_call>`, a JSON object
         or fence) is a refusal. Only under constraints: unconstrained turns may answer.
+        Only for a model whose chat template has a tool format: one without was never
+        trained to choose between calling and answering, and its free reply tells nothing
+        (measured: SmolLM2-135M opened a call on no BFCL case, so every goal, answerable or
+        not, was declined).
         """
-        if not self.settings.constrain:
+        if not self.settings.constrain or not self.llm.info.supports_tools:
             return False
         probe = self.llm.chat(list(messages), tools=self.schemas, max_tokens=DECLINE_PROBE,
                               temperature=0.0, seed=self.settings.seed, constraint=None)
