@@ -200,24 +200,6 @@ def test_call_format_is_a_parameter() -> None:
     assert G.parse_tool_calls(text, TOOLS, call_format=fmt).calls[0].args == {"text": "a"}
 
 
-def test_bare_calls_follow_the_opening_the_model_takes() -> None:
-    """With `bare`, the same call objects are admitted tagged, one per line, or fenced;
-    the answer branch still shares no first character with any of them."""
-    from localagent.planners.tool_calling import wrap_bare_calls
-    c = G.tool_call_turn(TOOLS, bare=True, max_calls=2)
-    one = j({"name": "Text.Upper", "arguments": {"text": "a"}})
-    for text in (f"<tool_call>\n{one}\n</tool_call>", one, f"{one}\n{one}",
-                 f"```json\n{one}\n```", f"```json\n{one}\n{one}\n```"):
-        assert matches(c, text), text
-        turn = G.parse_tool_calls(wrap_bare_calls(text), TOOLS)
-        assert [call.args for call in turn.calls] == [{"text": "a"}] * text.count(one)
-    assert not matches(c, "\n".join([one] * 3))  # max_calls holds in every form
-    assert not matches(c, j({"name": "Text.Upper", "arguments": {"nope": 1}}))
-    assert not matches(c, f"```\n{one}\n```")  # one fence spelling only
-    assert not matches(G.tool_call_turn(TOOLS), one)  # off by default
-    assert matches(c, "It is 4.") and not matches(c, "It is {4}.")
-
-
 # --- caching, hostile tool sets, truncation ----------------------------------------------
 
 

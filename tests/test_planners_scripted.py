@@ -349,3 +349,7 @@ def test_a_fenced_json_call_is_no_answer(registry):
     assert not matches(tool_call_turn(specs), fenced)
     assert matches(tool_call_turn(specs), "The invoice of D is 6700.")
     assert wrap_bare_calls(fenced).startswith("<tool_call>\n{\"name\": \"DemoPlugin.GetInvoice\"")
+    one = '{"name": "DemoPlugin.GetInvoice", "arguments": {"company": "D"}}'
+    both = f"```json\n{one}\n{one.replace('D', 'E')}\n```"  # several calls in one fence
+    assert wrap_bare_calls(both).count("<tool_call>") == 2
+    assert wrap_bare_calls("```json\n{not json}\n```") == "```json\n{not json}\n```"

@@ -22,33 +22,23 @@ from localagent.tools.spec import ToolSpec
 def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERMES,
                    max_calls: int = 4, allow_answer: bool = True,
                    allowed_answers: Sequence[str] | None = None,
-                   bounds: Bounds = DEFAULT_BOUNDS, bare: bool = False) -> Constraint:
+                   bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """One or more calls in `call_format` (parallel calls), or a plain-text answer
     (`allowed_answers`: only one of these texts, for grounded answers; `allow_answer=False`:
     calls only).
-
-    `bare`: the same call objects may also be written without the wrapper, one per line,
-    or in one ```json fence. Models trained on several tool formats often open a call that
-    way unprompted; forcing the wrapper moves them off the distribution they were trained
-    on, so with `bare` the grammar follows whichever opening the model takes and only the
-    call objects themselves are constrained. `parse_tool_calls` after `wrap_bare_calls`
-    reads all three.
 
     The free answer holds no character a call is written with (the wrapper's first
     character, braces, angle brackets, backticks), so the two alternatives never overlap:
     a call, even a malformed one, can only be written as a call, never end the turn as
     answer text."""
     options = {"format": vars(call_format), "max_calls": max_calls, "answer": allow_answer,
-               "answers": list(allowed_answers or []), "bounds": bounds, "bare": bare}
+               "answers": list(allowed_answers or []), "bounds": bounds}
 
     def build() -> str:
         rules = LarkRules(bounds)
         heads = args_rules(rules, tools, "body", lambda t, a: call_object(
             call_format.name_key, t.qualified_name, call_format.args_key, a))
         calls = _repeated("call", lit(call_format.separator), max_calls)
-        if bare:
-            lines = _repeated("body", lit("\n"), max_calls)
-            calls = f"{calls} | {lines} | {lit('```json' + chr(10))} {lines} {lit(chr(10) + '```')}"
         answer = _answer_regex(bounds.max_text, call_format.open[:1])
         if allowed_answers:
             answer = " | ".join(lit(a) for a in allowed_answers)
