@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import typer
-
 from localagent.cli import app
 from localagent.cli.common import console, err_console, handle_errors
 from localagent.cli.run import (
@@ -24,8 +22,10 @@ from localagent.cli.run import (
     EXCLUDE_OPT,
     EXCLUDE_PLUGIN_OPT,
     INCLUDE_OPT,
+    MAX_ITERATIONS_OPT,
     MAX_TOOLS_OPT,
     MODEL_OPT,
+    PLANNER_OPT,
     PLUGINS_OPT,
     TECHNIQUES_OPT,
     THRESHOLD_OPT,
@@ -153,13 +153,11 @@ def _history() -> Callable[[], None] | None:
 @app.command("chat", help=_HELP)
 @handle_errors
 def chat_command(
-    planner: str | None = typer.Option(None, "--planner", help="sequential | tree | react | "
-                                       "tools (default: from config, else tree)"),
+    planner: str | None = PLANNER_OPT,
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
     examples: bool | None = EXAMPLES_OPT,
-    max_iterations: int | None = typer.Option(None, "--max-iterations",
-                                              help="Most model steps (react, tools)."),
+    max_iterations: int | None = MAX_ITERATIONS_OPT,
     techniques: str | None = TECHNIQUES_OPT,
     threshold: float | None = THRESHOLD_OPT,
     max_tools: int | None = MAX_TOOLS_OPT,

@@ -38,6 +38,10 @@ PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
 MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
                          "(default: $LOCALAGENT_MODEL, else the catalog default).")
 EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP)
+PLANNER_OPT = typer.Option(None, "--planner", help="sequential | tree | react | tools "
+                           "(default: from config, else tree)")
+MAX_ITERATIONS_OPT = typer.Option(None, "--max-iterations", help="Most model steps (react, "
+                                  "tools; default: from config, else 5).")
 
 
 ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
@@ -109,14 +113,11 @@ def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
 @handle_errors
 def run_command(
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
-    planner: str | None = typer.Option(None, "--planner", help="sequential | tree | react | "
-                                       "tools (default: from config, else tree)"),
+    planner: str | None = PLANNER_OPT,
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
     examples: bool | None = EXAMPLES_OPT,
-    max_iterations: int | None = typer.Option(None, "--max-iterations",
-                                              help="Most model steps (react, tools; "
-                                              "default: from config, else 5)."),
+    max_iterations: int | None = MAX_ITERATIONS_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
     techniques: str | None = TECHNIQUES_OPT,
