@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from localagent.cli import app
 from localagent.cli.common import console, err_console, handle_errors
@@ -77,7 +78,7 @@ def info(name: str = typer.Argument(..., help="A catalog model name.")) -> None:
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows.items():
-        table.add_row(f"[bold]{key}[/bold]", value)
+        table.add_row(f"[bold]{key}[/bold]", Text(value))  # values are data, not markup
     console.print(table)
 
 

@@ -20,8 +20,7 @@ _RUN_HELP = """Reach a goal with the tools: plan with the model, then execute.
 
 Example:
 
-    localagent run "How much is the difference between the total of company C, F and
-    the total of company A, E ?" --planner tree --examples
+    localagent run "What is 100 EUR in USD?" --planner tools --examples
 """
 
 _PLAN_HELP = """Print the plan (JSON) the model makes for a goal, without executing it.
@@ -91,7 +90,7 @@ TECHNIQUES_OPT = typer.Option(
     "default, each +name, +name=N or -name, comma-separated (+replan=2,-mentions). "
     "Switches: reasoning, steps, similar, mentions, grounded, decline, cover, calls, together, "
     "check, answer, head, nouns, shallow, numbers, result, ordered, distinct, typed, compact, "
-    "backrefs, pipe, named, replan=N, vote=K; see README.")
+    "backrefs, pipe, named, replan=N, vote=K; see docs/techniques.md.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")
 MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools "

@@ -24,7 +24,7 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | similar       | tree, sequential   | few-shot examples picked by embedding similarity (Chroma) |
 |               |                    | from a library of solved plans, instead of fixed ones     |
 | mentions      | tree, sequential,  | enum and number arguments may only take values the goal   |
-|               | react              | states (react: or an observation shows); otherwise they   |
+|               | react, tools       | states (react, tools: or a result shows); otherwise they  |
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | decline       | tools              | with grounded: the model first writes a few tokens freely; |
