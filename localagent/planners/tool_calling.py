@@ -254,8 +254,8 @@ class ToolCallingPlanner:
             out.turns.append(ToolTurn(calls=tuple(record)))
             _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
             # The same calls with the same results again: the model is looping (seen: four
-            # identical turns of a failing call, 600 s; on the generalisation suite, a
-            # lookup repeated instead of answered). It has all it will get: the next turn
+            # identical turns of a failing call, 600 s; also a lookup repeated instead of
+            # answered). It has all it will get: the next turn
             # must answer, from what the calls returned.
             key = json.dumps([[r["function"], r["args"], r["result"], r["error"]]
                               for r in record], sort_keys=True, default=str)
