@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from localagent.errors import UsageError
 
@@ -182,16 +183,7 @@ class Techniques:
             if name not in names:
                 raise UsageError(f"unknown technique {name!r}; choose from "
                                  f"{', '.join(names)} (or plain, default)")
-            if names[name].type in ("bool", bool):
-                if raw:
-                    raise UsageError(f"technique {name} takes no value")
-                values[name] = True
-            else:
-                try:
-                    values[name] = int(raw)
-                except ValueError:
-                    raise UsageError(f"technique {name} needs a whole number, e.g. "
-                                     f"{name}=2") from None
+            values[name] = _switch_value(names[name], raw, bool(raw), "")
         plain = Techniques.plain()
         return Techniques(**{**{f.name: getattr(plain, f.name) for f in fields(plain)},
                              **values})
@@ -274,16 +266,8 @@ class TechniqueChanges:
                     raise UsageError(f"{item!r}: removing a technique takes no value "
                                      f"(write -{name})")
                 off.append(name)
-            elif names[name].type in ("bool", bool):
-                if eq:
-                    raise UsageError(f"technique {name} takes no value (write +{name})")
-                on[name] = True
             else:
-                try:
-                    on[name] = int(raw)
-                except ValueError:
-                    raise UsageError(f"technique {name} needs a whole number, e.g. "
-                                     f"+{name}=2") from None
+                on[name] = _switch_value(names[name], raw, bool(eq), "+")
         replace(Techniques.plain(), **on)  # the ranges (replan, vote) checked now
         return TechniqueChanges(tuple(on.items()), tuple(off))
 
@@ -330,3 +314,18 @@ def parse_variants(text: str) -> list[TechniqueSpec]:
         raise UsageError("--techniques is empty")
     variants = [parse_spec(v) for v in text.split(";") if v.strip()] or [None]
     return list({v.label if v else "default": v for v in variants}.values())
+
+
+def _switch_value(field: Any, raw: str, given: bool, prefix: str) -> bool | int:
+    """The value a spec item sets: True for an on/off switch (which takes no `=value`),
+    the whole number after `=` for a counted one (replan, vote)."""
+    if field.type in ("bool", bool):
+        if given:
+            hint = f" (write {prefix}{field.name})" if prefix else ""
+            raise UsageError(f"technique {field.name} takes no value{hint}")
+        return True
+    try:
+        return int(raw)
+    except ValueError:
+        raise UsageError(f"technique {field.name} needs a whole number, e.g. "
+                         f"{prefix}{field.name}=2") from None
