@@ -246,3 +246,16 @@ def test_real_model_run_json(default_model_path):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["answer"] == 21100 and data["model"] == "qwen2.5-coder-0.5b-instruct"
+
+
+def test_react_live_view_shows_each_thought_before_its_call(scripted):
+    scripted.enqueue('Thought: I need the sum.\nAction: MathPlugin.add\n'
+                     'Action Input: {"value1": 2, "value2": 3}',
+                     "Thought: I now know the final answer\nFinal Answer: 5")
+    result = runner.invoke(app, ["run", "What is 2 plus 3?", "--planner", "react",
+                                 "--techniques", "plain"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.index("Thought: I need the sum.") < out.index("MathPlugin.add(")
+    assert out.index("MathPlugin.add(") < out.index("Thought: I now know the final answer")
+    assert out.count("Thought:") == 2 and "answer: 5" in out

@@ -237,13 +237,15 @@ class _LiveView:
         if kind == "plan_created":
             console.print("[bold]plan[/bold]", highlight=False)
             console.print_json(json.dumps(event.detail["plan"]))
-        elif kind == "react_step":
-            d = event.detail
-            console.print(f"[cyan]Thought:[/cyan] {d.get('thought', '')}", highlight=False)
+        elif kind == "react_thought" or (kind == "react_step"
+                                         and event.detail.get("final_answer") is not None):
+            # an action's thought comes before its call; a final answer's with the answer
+            console.print(f"[cyan]Thought:[/cyan] {event.detail.get('thought', '')}",
+                          highlight=False)
         elif kind == "tool_turn" and event.detail.get("answer") is None:
             console.print(f"[cyan]turn:[/cyan] {len(event.detail['calls'])} call(s)",
                           highlight=False)
-        elif kind not in ("react_step", "tool_turn", "run_finished"):
+        elif kind not in ("react_thought", "react_step", "tool_turn", "run_finished"):
             depth = getattr(event, "path", "").count(".args.")
             console.print(describe(event, self.start, depth), markup=False, highlight=False)
 

@@ -219,7 +219,7 @@ def usage_since(llm: LLM, before: Usage) -> Usage:
 class PlannerEvent:
     """A planner's own trace record (an LLM step), alongside the executor's call events."""
 
-    kind: str  # "plan_created" | "react_step" | "tool_turn" | "planning_failed"
+    kind: str  # "plan_created" | "react_thought" | "react_step" | "tool_turn" | "planning_failed"
     detail: dict[str, Any]
     at: float
 

@@ -161,6 +161,7 @@ class ReactPlanner:
                 out.answer, out.stop_reason = step.final_answer, "final answer"
                 return out
             assert step.action is not None
+            emit("react_thought", {"thought": step.thought})  # before the call it leads to
             call = call_from_dict({"function": step.action.function, "args": step.action.args})
             coverage.record(step.action.args, step.action.function)
             result = executor.run_call_sync(call, on_event=on_event)
