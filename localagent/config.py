@@ -180,6 +180,13 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: False,
     ),
     SettingDef(
+        "threads",
+        "LOCALAGENT_THREADS",
+        "llama.cpp threads (0: one per physical core; on a busy machine fewer can be faster)",
+        _count,
+        lambda _: 0,
+    ),
+    SettingDef(
         "models_dir",
         "LOCALAGENT_MODELS_DIR",
         "where assembled GGUF files live",

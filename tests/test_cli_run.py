@@ -259,3 +259,25 @@ def test_react_live_view_shows_each_thought_before_its_call(scripted):
     assert out.index("Thought: I need the sum.") < out.index("MathPlugin.add(")
     assert out.index("MathPlugin.add(") < out.index("Thought: I now know the final answer")
     assert out.count("Thought:") == 2 and "answer: 5" in out
+
+
+def test_threads_flag_and_setting_reach_the_model_loader(monkeypatch):
+    seen: list[object] = []
+    llm = ScriptedLLM()
+
+    def load(name=None, **kwargs):
+        seen.append(kwargs.get("n_threads"))
+        return llm
+
+    monkeypatch.setattr(localagent.llm, "load_llm", load)
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
+    plan = json.dumps({"function": "MathPlugin.add", "args": {"value1": 1, "value2": 2}})
+    llm.enqueue(plan, plan)
+    args = ["run", "What is 1 plus 2?", "--techniques", "plain", "--quiet"]
+    assert runner.invoke(app, [*args, "--threads", "1"]).output.strip() == "3"
+    monkeypatch.setenv("LOCALAGENT_THREADS", "2")
+    assert runner.invoke(app, args).output.strip() == "3"
+    assert seen == [1, 2]
+    monkeypatch.setenv("LOCALAGENT_THREADS", "many")
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2 and "LOCALAGENT_THREADS" in bad.output

@@ -28,10 +28,12 @@ from localagent.cli.run import (
     PLANNER_OPT,
     PLUGINS_OPT,
     TECHNIQUES_OPT,
+    THREADS_OPT,
     THRESHOLD_OPT,
     _agent,
     _filter,
     _LiveView,
+    _model,
     _print_result,
     _settings,
 )
@@ -158,6 +160,7 @@ def chat_command(
     plugins: list[str] | None = PLUGINS_OPT,
     examples: bool | None = EXAMPLES_OPT,
     max_iterations: int | None = MAX_ITERATIONS_OPT,
+    threads: int | None = THREADS_OPT,
     techniques: str | None = TECHNIQUES_OPT,
     threshold: float | None = THRESHOLD_OPT,
     max_tools: int | None = MAX_TOOLS_OPT,
@@ -170,11 +173,12 @@ def chat_command(
     if planner is not None and planner not in PLANNERS:
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
-                    techniques=techniques, examples=examples)
+                    techniques=techniques, examples=examples, threads=threads)
     flt = _filter(threshold, max_tools, include, exclude, exclude_plugin)
 
     def make_agent(name: str | None) -> Any:
-        return _agent(name, plugins, cfg.value("constrain"), flt, cfg.value("techniques"),
+        return _agent(_model(name, cfg.value("threads")), plugins, cfg.value("constrain"),
+                      flt, cfg.value("techniques"),
                       cfg.value("examples"))
 
     session = ChatSession(make_agent, cfg.value("planner"), cfg.value("model"),

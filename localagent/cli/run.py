@@ -37,6 +37,8 @@ PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
 MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
                          "(default: $LOCALAGENT_MODEL, else the catalog default).")
 EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP)
+THREADS_OPT = typer.Option(None, "--threads", help="llama.cpp threads (default: config "
+                           "threads, else one per physical core).")
 PLANNER_OPT = typer.Option(None, "--planner", help="sequential | tree | react | tools "
                            "(default: from config, else tree)")
 MAX_ITERATIONS_OPT = typer.Option(None, "--max-iterations", help="Most model steps (react, "
@@ -117,6 +119,7 @@ def run_command(
     plugins: list[str] | None = PLUGINS_OPT,
     examples: bool | None = EXAMPLES_OPT,
     max_iterations: int | None = MAX_ITERATIONS_OPT,
+    threads: int | None = THREADS_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
     techniques: str | None = TECHNIQUES_OPT,
@@ -142,9 +145,10 @@ def run_command(
         raise UsageError("--verbose and --quiet exclude each other")
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
                     constrain=False if no_constrain else None, techniques=techniques,
-                    examples=examples)
+                    examples=examples, threads=threads)
     planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
-    agent = _agent(_verbose_model(cfg.value("model")) if verbose else cfg.value("model"),
+    source = _model(cfg.value("model"), cfg.value("threads"))
+    agent = _agent(_verbose_model(source) if verbose else source,
                    plugins, cfg.value("constrain"),
                    _filter(threshold, max_tools, include, exclude, exclude_plugin),
                    cfg.value("techniques"), cfg.value("examples"))
@@ -162,16 +166,27 @@ def run_command(
         raise typer.Exit(1)
 
 
-def _verbose_model(model: str | None) -> Any:
+def _model(name: str | None, threads: int) -> Any:
+    """What the agent loads: the name or path as it is (loaded on first use), or with a
+    thread count, the model loaded now with it."""
+    if not threads:
+        return name
+    from localagent.llm import load_llm
+
+    return load_llm(name, n_threads=threads)
+
+
+def _verbose_model(model: Any) -> Any:
     """The model, loaded now and wrapped so each prompt and raw output goes to stderr."""
     from localagent.cli.common import err_console
-    from localagent.llm import load_llm
+    from localagent.llm import LLM, load_llm
     from localagent.llm.recording import RecordingLLM, format_exchange
 
     def show(exchange: Any) -> None:
         err_console.print(format_exchange(exchange), markup=False, highlight=False)
 
-    return RecordingLLM(load_llm(model), on_exchange=show)
+    return RecordingLLM(model if isinstance(model, LLM) else load_llm(model),
+                        on_exchange=show)
 
 
 def _print_answer_only(result: Any) -> None:
@@ -202,6 +217,7 @@ def plan_command(
     exclude: list[str] | None = EXCLUDE_OPT,
     exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
     show_tools: bool = SHOW_TOOLS_OPT,
+    threads: int | None = THREADS_OPT,
 ) -> None:
     from localagent.cli.common import err_console
     from localagent.errors import UsageError
@@ -209,11 +225,12 @@ def plan_command(
     if planner is not None and planner not in ("tree", "sequential"):
         raise UsageError(f"--planner must be tree or sequential for a plan, not {planner!r}")
     cfg = _settings(model=model, constrain=False if no_constrain else None,
-                    techniques=techniques, examples=examples)
+                    techniques=techniques, examples=examples, threads=threads)
     if planner is None:
         configured = cfg.value("planner")
         planner = configured if configured in ("tree", "sequential") else "tree"
-    agent = _agent(cfg.value("model"), plugins, cfg.value("constrain"),
+    agent = _agent(_model(cfg.value("model"), cfg.value("threads")), plugins,
+                   cfg.value("constrain"),
                    _filter(threshold, max_tools, include, exclude, exclude_plugin),
                    cfg.value("techniques"), cfg.value("examples"))
     if show_tools:
