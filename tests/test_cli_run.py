@@ -281,3 +281,17 @@ def test_threads_flag_and_setting_reach_the_model_loader(monkeypatch):
     monkeypatch.setenv("LOCALAGENT_THREADS", "many")
     bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "LOCALAGENT_THREADS" in bad.output
+
+
+def test_an_explicit_max_tools_keeps_the_arithmetic_built_ins_too(scripted):
+    """`--max-tools N` is the default filter with another N: the four arithmetic built-ins
+    stay offered (unless excluded), whatever their similarity to the goal."""
+    scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
+    result = runner.invoke(app, ["run", "What is the invoice amount of company D?", "--json",
+                                 "--techniques", "plain", "--examples", "--max-tools", "2"])
+    assert result.exit_code == 0, result.output
+    tools = set(json.loads(result.output)["tools"])
+    arithmetic = {"MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
+                  "MathPlugin.divide"}
+    assert arithmetic <= tools and len(tools - arithmetic) <= 2
+    assert "DemoPlugin.GetInvoice" in tools

@@ -52,15 +52,16 @@ ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
 def _filter(threshold: float | None, max_tools: int | None, include: list[str] | None,
             exclude: list[str] | None, exclude_plugin: list[str] | None) -> Any:
     """The filter options; without --threshold/--max-tools, the configured `max_tools`
-    (default 6: a 0.5B model plans far better over a few relevant functions) plus the
-    arithmetic built-ins, which goals need without naming them ("how many more...")."""
+    (default 6: a 0.5B model plans far better over a few relevant functions). Whenever the
+    filter drops functions, the arithmetic built-ins are kept too (unless excluded): goals
+    need them without naming them, so no similarity to the goal would keep them."""
     if threshold is None and max_tools is None:
         max_tools = _settings().value("max_tools") or None
-        excluded = set(exclude or ()) | set(exclude_plugin or ())
-        if max_tools and not excluded & {"MathPlugin", *ARITHMETIC}:
-            include = [*(include or ()), *(f for f in ARITHMETIC if f not in (include or ()))]
     elif max_tools == 0:
         max_tools = None  # --max-tools 0: every function
+    excluded = set(exclude or ()) | set(exclude_plugin or ())
+    if (max_tools or threshold is not None) and not excluded & {"MathPlugin", *ARITHMETIC}:
+        include = [*(include or ()), *(f for f in ARITHMETIC if f not in (include or ()))]
     if threshold is None and max_tools is None and not (include or exclude or exclude_plugin):
         return None
     from localagent.retrieval import FilterOptions
@@ -95,8 +96,9 @@ TECHNIQUES_OPT = typer.Option(
     "backrefs, pipe, named, replan=N, vote=K; see docs/techniques.md.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")
-MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools "
-                             "(default: config max_tools, 6; 0 keeps all).")
+MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools, "
+                             "plus the four arithmetic built-ins (default: config max_tools, "
+                             "6; 0 keeps all).")
 INCLUDE_OPT = typer.Option(None, "--include", help="Always offer this function (repeat).")
 EXCLUDE_OPT = typer.Option(None, "--exclude", help="Never offer this function (repeat).")
 EXCLUDE_PLUGIN_OPT = typer.Option(None, "--exclude-plugin",
