@@ -200,6 +200,20 @@ def test_call_format_is_a_parameter() -> None:
     assert G.parse_tool_calls(text, TOOLS, call_format=fmt).calls[0].args == {"text": "a"}
 
 
+def test_strings_and_answers_take_any_script_but_no_emoji() -> None:
+    """Values and answers in the world's scripts are admitted (a goal's names are passed
+    verbatim, in any language); emoji stay out, so a character bound still bounds tokens."""
+    c = G.tool_call_turn(TOOLS)
+    for text in ("东京", "Zürich", "Москва", "القاهرة", "नमस्ते", "서울", "とうきょう", "ｔｅｓｔ"):
+        call = "<tool_call>\n" + j({"name": "Text.Upper", "arguments": {"text": text}}) \
+            + "\n</tool_call>"
+        assert matches(c, call), text
+        assert matches(c, f"答案是 {text}。"), text
+    emoji = "<tool_call>\n" + j({"name": "Text.Upper", "arguments": {"text": "hi 🎉"}}) \
+        + "\n</tool_call>"
+    assert not matches(c, emoji) and not matches(c, "Done 🎉")
+
+
 # --- caching, hostile tool sets, truncation ----------------------------------------------
 
 

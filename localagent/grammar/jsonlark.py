@@ -38,11 +38,15 @@ class Bounds:
     max_text: int = 160  # characters of free text (thought, reasoning, answers)
 
 
-# Letters of the Latin, Greek and Cyrillic scripts beyond ASCII. Free text and strings
-# exclude emoji, symbols and CJK on purpose: a small model can fill a character budget with
+# The letters of the world's scripts beyond ASCII, so a goal's names and a value in any
+# language can be written: Latin, Greek, Cyrillic, Hebrew, Arabic, Devanagari, Thai, CJK
+# punctuation, kana, CJK ideographs, Hangul and full-width forms. Free text and strings
+# exclude emoji and symbols on purpose: a small model can fill a character budget with
 # emoji at several tokens each and run past max_tokens, so a bound in characters would no
-# longer bound tokens.
-WIDE = "\u00a0-\u024f\u0370-\u03ff\u0400-\u04ff"
+# longer bound tokens (a letter of these scripts is one or two tokens).
+WIDE = ("\u00a0-\u024f\u0370-\u03ff\u0400-\u04ff\u0590-\u05ff\u0600-\u06ff"
+        "\u0900-\u097f\u0e00-\u0e7f\u3000-\u30ff\u4e00-\u9fff\uac00-\ud7af"
+        "\uff00-\uffef")
 TEXT_CHAR = f"[\\x20-\\x7e{WIDE}]"  # printable, one line
 FIRST_CHAR = f"[\\x21-\\x7e{WIDE}]"  # printable, not a space
 JSON_CHAR = f"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, no backslash
