@@ -155,6 +155,25 @@ def call_from_dict(data: Any, path: str = "call") -> Call:
         raise _problems_error(_pydantic_problems(exc, prefix=path)) from None
 
 
+def literal_call(function: str, args: dict[str, Any]) -> Call:
+    """A call whose arguments are exactly the values given: what a ReAct or tool-calling
+    model wrote for one action. Unlike `call_from_dict`, nothing in `args` is read as plan
+    syntax: a string that spells a reference (`"$5"`, `"#E1"`) stays that string and a
+    dict with a "function" key stays a dict, because a loop's call has no earlier steps to
+    refer to and no nested calls (its arguments come from the goal and the results seen)."""
+    return call_from_dict({"kind": "call", "function": function,
+                           "args": {k: _literal(v) for k, v in args.items()}})
+
+
+def _literal(value: Any) -> Any:
+    """`value` in the typed form, as a literal (objects as `Value`, lists item by item)."""
+    if isinstance(value, dict):
+        return {"kind": "value", "value": value}
+    if isinstance(value, (list, tuple)):
+        return [_literal(v) for v in value]
+    return value
+
+
 def _raw_sequential(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     key = "subtasks" if "subtasks" in data else "steps"
     unknown = sorted(set(data) - {"input", key})

@@ -353,3 +353,20 @@ def test_a_fenced_json_call_is_no_answer(registry):
     both = f"```json\n{one}\n{one.replace('D', 'E')}\n```"  # several calls in one fence
     assert wrap_bare_calls(both).count("<tool_call>") == 2
     assert wrap_bare_calls("```json\n{not json}\n```") == "```json\n{not json}\n```"
+
+
+def test_loop_arguments_are_literals_not_plan_syntax(registry):
+    """A ReAct or tool-calling model's argument "$5" (a price, say) reaches the function as
+    that text: a loop's calls have no earlier steps, so nothing reads it as a reference."""
+    specs = [registry.spec("TextPlugin.uppercase")]
+    llm = ScriptedLLM([tc("TextPlugin.uppercase", input="$5 or #E1"), "$5 OR #E1"])
+    out = ToolCallingPlanner(llm, specs, LOOP).run("Uppercase '$5 or #E1'",
+                                                   Executor(registry))
+    assert out.turns[0].calls[0]["result"] == "$5 OR #E1", out.turns
+    llm = ScriptedLLM([tc("TextPlugin.uppercase", input="$5"), "$5"])
+    out = ToolCallingPlanner(llm, specs, LOOP).run("Uppercase '$5'", Executor(registry))
+    assert out.turns[0].calls[0]["error"] is None and out.turns[0].calls[0]["result"] == "$5"
+    react = ScriptedLLM(['Thought: t\nAction: TextPlugin.uppercase\nAction Input: {"input": "$input"}',
+                         "Thought: done\nFinal Answer: $INPUT"])
+    out = ReactPlanner(react, specs, LOOP).run("Uppercase '$input'", Executor(registry))
+    assert out.turns[0].observation == "$INPUT", out.turns

@@ -23,7 +23,7 @@ from typing import Any
 from localagent.executor import Executor
 from localagent.grammars import ReactStep, parse_react, react_step
 from localagent.llm.base import LLM
-from localagent.plan import call_from_dict
+from localagent.plan import literal_call
 from localagent.planners.base import (
     GenerationLog,
     PlannerEvent,
@@ -162,7 +162,7 @@ class ReactPlanner:
                 return out
             assert step.action is not None
             emit("react_thought", {"thought": step.thought})  # before the call it leads to
-            call = call_from_dict({"function": step.action.function, "args": step.action.args})
+            call = literal_call(step.action.function, step.action.args)
             coverage.record(step.action.args, step.action.function)
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)

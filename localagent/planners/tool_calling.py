@@ -26,7 +26,7 @@ from localagent.executor import ExecutionResult, Executor
 from localagent.grammar.jsonlark import Bounds
 from localagent.grammars import ToolCallTurn, parse_tool_calls, text_answer, tool_call_turn
 from localagent.llm.base import LLM, Message
-from localagent.plan import call_from_dict
+from localagent.plan import literal_call
 from localagent.planners.base import (
     GenerationLog,
     PlannerEvent,
@@ -227,7 +227,7 @@ class ToolCallingPlanner:
                 return out
             ids = [f"call_{next_id + k + 1}" for k in range(len(turn.calls))]
             next_id += len(turn.calls)
-            calls = [call_from_dict({"function": c.function, "args": c.args})
+            calls = [literal_call(c.function, c.args)
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
             for c in turn.calls:
