@@ -33,7 +33,6 @@ from localagent.cli.run import (
     _agent,
     _filter,
     _LiveView,
-    _model,
     _print_result,
     _settings,
 )
@@ -177,9 +176,7 @@ def chat_command(
     flt = _filter(threshold, max_tools, include, exclude, exclude_plugin)
 
     def make_agent(name: str | None) -> Any:
-        return _agent(_model(name, cfg.value("threads")), plugins, cfg.value("constrain"),
-                      flt, cfg.value("techniques"),
-                      cfg.value("examples"))
+        return _agent(cfg, plugins, flt, model=name)
 
     session = ChatSession(make_agent, cfg.value("planner"), cfg.value("model"),
                           cfg.value("max_iterations"))

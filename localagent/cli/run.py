@@ -79,12 +79,16 @@ def _settings(**flags: Any) -> Any:
     return load_settings(flags=flags)
 
 
-def _agent(model: Any, plugins: list[str] | None, constrain: bool, flt: Any,
-           techniques: str, examples: bool = False) -> Any:
+def _agent(cfg: Any, plugins: list[str] | None, flt: Any, model: Any = None,
+           verbose: bool = False) -> Any:
+    """The agent the settings describe. `model`: a catalog name or path instead of the
+    configured one; with a thread count (`threads`) or `verbose`, it is loaded now."""
     from localagent.agent import Agent
 
-    return Agent(model, plugins or (), filter=flt, constrain=constrain, techniques=techniques,
-                 examples=examples)
+    source = _model(model or cfg.value("model"), cfg.value("threads"))
+    return Agent(_verbose_model(source) if verbose else source, plugins or (), filter=flt,
+                 constrain=cfg.value("constrain"), techniques=cfg.value("techniques"),
+                 examples=cfg.value("examples"))
 
 
 TECHNIQUES_OPT = typer.Option(
@@ -149,11 +153,8 @@ def run_command(
                     constrain=False if no_constrain else None, techniques=techniques,
                     examples=examples, threads=threads)
     planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
-    source = _model(cfg.value("model"), cfg.value("threads"))
-    agent = _agent(_verbose_model(source) if verbose else source,
-                   plugins, cfg.value("constrain"),
-                   _filter(threshold, max_tools, include, exclude, exclude_plugin),
-                   cfg.value("techniques"), cfg.value("examples"))
+    agent = _agent(cfg, plugins, _filter(threshold, max_tools, include, exclude, exclude_plugin),
+                   verbose=verbose)
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
@@ -231,10 +232,7 @@ def plan_command(
     if planner is None:
         configured = cfg.value("planner")
         planner = configured if configured in ("tree", "sequential") else "tree"
-    agent = _agent(_model(cfg.value("model"), cfg.value("threads")), plugins,
-                   cfg.value("constrain"),
-                   _filter(threshold, max_tools, include, exclude, exclude_plugin),
-                   cfg.value("techniques"), cfg.value("examples"))
+    agent = _agent(cfg, plugins, _filter(threshold, max_tools, include, exclude, exclude_plugin))
     if show_tools:
         _show_tools(agent, goal, err_console)
     plan = agent.plan(goal, planner=planner)
