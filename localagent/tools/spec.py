@@ -25,6 +25,10 @@ class ToolSpec:
     # JSON Schema of the return value ({} when unknown).
     returns: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)
     kind: Literal["native", "prompt"] = "native"
+    # True when a call changes something outside the run (sends, writes, pays, deletes):
+    # such a call runs at most once per distinct call in a run and only after approval.
+    # Not part of `content_hash`: the model and the index see the same tool either way.
+    side_effects: bool = False
 
     @property
     def qualified_name(self) -> str:
