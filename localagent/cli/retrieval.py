@@ -43,7 +43,7 @@ def _sync_with_progress(index: ToolIndex, specs: Sequence[ToolSpec], prune: bool
 
 def _report_line(report: SyncReport, index: ToolIndex) -> str:
     return (
-        f"index {index.path}: {index.count()} functions "
+        f"index {index.location}: {index.count()} functions "
         f"(added {report.added}, updated {report.updated}, removed {report.removed}, "
         f"unchanged {report.unchanged}); embedded {report.embedded}"
     )
@@ -55,7 +55,8 @@ def index_command(
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
     rebuild: bool = typer.Option(
-        False, "--rebuild", help="Delete the index folder and embed every function again."
+        False, "--rebuild", help="Delete the index folder (with LOCALAGENT_CHROMA_URL: this embedding model's "
+        "collection on the server) and embed every function again."
     ),
 ) -> None:
     """Embed the descriptions of the available functions into the tool index.

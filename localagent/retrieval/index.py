@@ -4,26 +4,31 @@ Why content hashes: Semantic Kernel re-saved every function on every plan. Here 
 function carries `ToolSpec.content_hash`; `sync` embeds only new and changed functions and
 deletes removed ones, so a second run over an unchanged registry embeds nothing.
 
-Layout: one Chroma `PersistentClient` directory (default `localagent.paths.index_dir()`),
-one collection per embedding model, named after it. The collection metadata records the
-model's name, dimension and fingerprint; a directory built by another model (or another
-version of ours), a corrupt or unwritable one, is an `IndexError_` that says to rebuild
-(`localagent tools index --rebuild`), never a silent wrong answer.
+Where: a Chroma `PersistentClient` folder (default `localagent.paths.index_dir()`), or a
+Chroma server when `LOCALAGENT_CHROMA_URL` (config `chroma_url`) is set; store.py says how
+each is shared safely between processes. One collection per embedding model, named after
+it; its metadata records the model's name, dimension and fingerprint, and a collection
+built by another model (or another version of ours) is an `IndexError_` that says to
+rebuild (`localagent tools index --rebuild`), never a silent wrong answer: on a server other
+clients still use it, and a local folder is the user's to rebuild. A local folder that
+cannot be opened at all is set aside and rebuilt, with a warning (store.py).
+
+Ids are the functions' qualified names, so a collection holds at most one entry per
+function whoever writes it, and `upsert` makes concurrent syncs of the same tools converge.
+(An id made of the content hash would let two versions of one function coexist.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localagent.errors import DuplicateFunctionError, IndexError_, LocalAgentError
+from localagent.errors import DuplicateFunctionError, IndexError_
 from localagent.paths import index_dir
 from localagent.retrieval.embeddings import (
     ChromaEmbeddingFunction,
@@ -32,12 +37,18 @@ from localagent.retrieval.embeddings import (
     embedder_fingerprint,
     register_with_chroma,
 )
+from localagent.retrieval.server import TOKEN_ENV, ChromaServer, configured_server
+from localagent.retrieval.store import (
+    REBUILD_HINT,
+    SCHEMA_VERSION,
+    LocalStore,
+    RemoteStore,
+    Store,
+)
 from localagent.tools.spec import ToolSpec
 
-SCHEMA_VERSION = 1
-MANIFEST_NAME = "localagent-index.json"
-REBUILD_HINT = "rebuild it with: localagent tools index --rebuild"
 BATCH = 256
+METADATA_KEYS = ("embedding_model", "embedding_dim", "embedding_fingerprint", "localagent_schema")
 
 Progress = Callable[[int, int], None]
 
@@ -71,6 +82,11 @@ class ToolIndex:
     `sync(specs)` makes the collection mirror `specs` (it deletes functions not in them);
     `sync(specs, prune=False)` only adds and updates, for callers that see a part of the
     tools (a run with fewer plugins) and must not delete the rest.
+
+    Where: `url` (a Chroma server), else `path` (a local folder), else the configured
+    server (`LOCALAGENT_CHROMA_URL`, config `chroma_url`), else `index_dir()`. An explicit
+    `path` is always local, so benchmarks and tests keep their own folders. Opening checks
+    the collection's embedding model; IndexError_ (exit 2) for every failure.
     """
 
     def __init__(
@@ -79,90 +95,54 @@ class ToolIndex:
         embedder: Embedder | None = None,
         *,
         rebuild: bool = False,
+        url: str | None = None,
     ) -> None:
-        self.path = Path(path).expanduser() if path is not None else index_dir()
         self.embedder: Embedder = embedder if embedder is not None else MiniLMEmbedder()
+        server = (
+            ChromaServer.parse(url, os.environ.get(TOKEN_ENV))
+            if url
+            else configured_server() if path is None else None
+        )
+        self._store: Store = (
+            RemoteStore(server)
+            if server is not None
+            else LocalStore(Path(path).expanduser() if path is not None else index_dir())
+        )
+        self.path: Path | None = self._store.path  # None for a server
+        self.location: str = self._store.location  # the folder or the server's URL
+        self._client: Any = None
+        self._collection: Any = None
+        register_with_chroma()
         if rebuild:
-            self._wipe()
-        self._prepare_dir()
-        self._client = self._open_client()
-        self._collection = self._open_collection()
-        self._write_manifest()
+            self._store.wipe(collection_name(self.embedder))
+        with self._use("open"):
+            pass
+        self._store.write_manifest(collection_name(self.embedder), self._expected_metadata())
+
+    @property
+    def remote(self) -> bool:
+        return self._store.remote
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warnings printed while opening (a corrupt folder set aside)."""
+        return list(self._store.warnings)
 
     # --- opening ---------------------------------------------------------------------
 
-    def _looks_like_index(self) -> bool:
-        return (self.path / MANIFEST_NAME).is_file() or (self.path / "chroma.sqlite3").exists()
-
-    def _wipe(self) -> None:
-        """Delete the directory, but only one that is (or looks like) an index of ours."""
-        if not self.path.exists():
-            return
-        if self.path.is_dir() and (self._looks_like_index() or not any(self.path.iterdir())):
-            from chromadb.api.shared_system_client import SharedSystemClient
-
-            SharedSystemClient.clear_system_cache()  # forget clients opened on the old files
-            try:
-                shutil.rmtree(self.path)
-            except OSError as exc:
-                raise IndexError_(
-                    f"cannot delete the tool index at {self.path}: {exc}",
-                    hint="check its permissions, or set LOCALAGENT_INDEX_DIR to another folder",
-                ) from exc
-            return
-        raise IndexError_(
-            f"refusing to rebuild {self.path}: it is not a localagent tool index",
-            hint="set LOCALAGENT_INDEX_DIR to an empty or index folder",
-        )
-
-    def _prepare_dir(self) -> None:
-        hint = "choose a writable folder with LOCALAGENT_INDEX_DIR"
-        if self.path.exists() and not self.path.is_dir():
-            raise IndexError_(f"the tool index path {self.path} is not a folder", hint=hint)
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise IndexError_(
-                f"cannot create the tool index folder {self.path}: {exc.strerror or exc}",
-                hint=hint,
-            ) from exc
-        if not os.access(self.path, os.W_OK | os.X_OK):
-            raise IndexError_(f"the tool index folder {self.path} is not writable", hint=hint)
-        if any(self.path.iterdir()) and not self._looks_like_index():
-            raise IndexError_(
-                f"{self.path} is not empty and is not a localagent tool index",
-                hint="set LOCALAGENT_INDEX_DIR to an empty or index folder",
-            )
-
     @contextmanager
-    def _chroma(self, action: str) -> Iterator[None]:
-        """Any Chroma/sqlite failure becomes one clear IndexError_."""
-        try:
-            yield
-        except (LocalAgentError, KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as exc:  # also pyo3's PanicException from Chroma's Rust core
-            text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-            unwritable = "readonly" in text or "read-only" in text or "ermission" in text
-            raise IndexError_(
-                f"cannot {action} the tool index at {self.path} "
-                f"({'not writable' if unwritable else 'corrupt or unreadable'}): {text}",
-                hint="choose a writable folder with LOCALAGENT_INDEX_DIR"
-                if unwritable
-                else REBUILD_HINT,
-            ) from exc
+    def _use(self, action: str, *, write: bool = False) -> Iterator[Any]:
+        """The collection, within one store session (under the lock, for a local folder)."""
+        with self._store.session(self._probe, write=write) as (client, fresh):
+            if fresh or client is not self._client:
+                self._collection = self._open_collection(client)
+                self._client = client
+            with self._store.errors(action):
+                yield self._collection
 
-    def _open_client(self) -> Any:
-        import chromadb
-        from chromadb.config import Settings
-
-        register_with_chroma()
-        with self._chroma("open"):
-            client = chromadb.PersistentClient(
-                path=str(self.path), settings=Settings(anonymized_telemetry=False)
-            )
-            client.list_collections()  # reads the database now, not at the first search
-            return client
+    def _probe(self, client: Any) -> None:
+        """What a freshly opened client must manage: open our collection and count it."""
+        self._open_collection(client).count()
 
     def _expected_metadata(self) -> dict[str, Any]:
         return {
@@ -173,69 +153,49 @@ class ToolIndex:
             "localagent_schema": SCHEMA_VERSION,
         }
 
-    def _open_collection(self) -> Any:
+    def _open_collection(self, client: Any) -> Any:
+        """Our collection, created if missing (atomically, also on a server), and refused
+        when its metadata names another embedding model or schema."""
         name = collection_name(self.embedder)
         expected = self._expected_metadata()
         ef = ChromaEmbeddingFunction(self.embedder)
-        with self._chroma("open"):
-            names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
-            if name not in names:
-                return self._client.create_collection(
-                    name, metadata=expected, embedding_function=ef  # type: ignore[arg-type]
-                )
-            collection = self._client.get_collection(name, embedding_function=ef)  # type: ignore[arg-type]
+        with self._store.errors("open"):
+            collection = client.get_or_create_collection(
+                name, metadata=expected, embedding_function=ef  # type: ignore[arg-type]
+            )
         stored = dict(collection.metadata or {})
-        keys = ("embedding_model", "embedding_dim", "embedding_fingerprint", "localagent_schema")
-        wrong = [k for k in keys if stored.get(k) != expected[k]]
+        wrong = [k for k in METADATA_KEYS if stored.get(k) != expected[k]]
         if wrong:
+            shared = " (shared: other clients may still use it)" if self.remote else ""
             raise IndexError_(
-                f"the tool index at {self.path} was built with another embedding model or "
+                f"the tool index at {self.location} was built with another embedding model or "
                 f"version ({', '.join(f'{k}={stored.get(k)!r}' for k in wrong)}; "
                 f"this run uses {self.embedder.name}, "
-                f"fingerprint {expected['embedding_fingerprint']})",
+                f"fingerprint {expected['embedding_fingerprint']}){shared}",
                 hint=REBUILD_HINT,
             )
         return collection
-
-    def _write_manifest(self) -> None:
-        """Marks the folder as ours (so --rebuild may delete it) and says what is inside."""
-        manifest_path = self.path / MANIFEST_NAME
-        try:
-            data = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-        except (OSError, ValueError):
-            data = {}
-        collections = data.get("collections", {}) if isinstance(data, dict) else {}
-        meta = self._expected_metadata()
-        collections[collection_name(self.embedder)] = {
-            "embedding_model": meta["embedding_model"],
-            "embedding_dim": meta["embedding_dim"],
-            "embedding_fingerprint": meta["embedding_fingerprint"],
-        }
-        text = json.dumps({"schema": SCHEMA_VERSION, "collections": collections}, indent=2)
-        tmp = manifest_path.with_suffix(".tmp")
-        with self._chroma("write"):
-            tmp.write_text(text)
-            os.replace(tmp, manifest_path)
-
     # --- reading and writing -----------------------------------------------------------
 
     def count(self) -> int:
-        with self._chroma("read"):
-            return int(self._collection.count())
+        with self._use("read") as collection:
+            return int(collection.count())
 
     def stored_hashes(self) -> dict[str, str]:
         """Qualified name -> content hash of every stored function."""
-        with self._chroma("read"):
-            got = self._collection.get(include=["metadatas"])
-        return {
-            id_: str((meta or {}).get("content_hash", ""))
-            for id_, meta in zip(got["ids"], got["metadatas"] or [])
-        }
+        with self._use("read") as collection:
+            return _hashes(collection)
 
     def sync(
         self, specs: Sequence[ToolSpec], progress: Progress | None = None, *, prune: bool = True
     ) -> SyncReport:
-        """Embed new and changed functions; with `prune`, delete the ones not in `specs`."""
+        """Embed new and changed functions; with `prune`, delete the ones not in `specs`.
+
+        The texts are embedded outside the lock (loading the model takes seconds) and
+        written in one session that looks at the stored hashes again: a function another
+        process stored meanwhile with the same hash is not written twice, and the report
+        counts what this call found and embedded.
+        """
         wanted: dict[str, ToolSpec] = {}
         for spec in specs:
             if spec.qualified_name in wanted:
@@ -244,50 +204,45 @@ class ToolIndex:
         stored = self.stored_hashes()
         new = [q for q in wanted if q not in stored]
         changed = [q for q in wanted if q in stored and stored[q] != wanted[q].content_hash]
-        removed = [q for q in stored if q not in wanted] if prune else []
-        embedded = self._upsert([wanted[q] for q in new + changed], progress)
-        with self._chroma("write"):
-            for start in range(0, len(removed), BATCH * 4):
-                self._collection.delete(ids=removed[start : start + BATCH * 4])
+        todo = [wanted[q] for q in new + changed]
+        vectors = self._embed(todo, progress)
+        removed: list[str] = []
+        if todo or (prune and any(q not in wanted for q in stored)):
+            with self._use("write", write=True) as collection:
+                now = _hashes(collection)
+                fresh = [
+                    (s, v) for s, v in zip(todo, vectors) if now.get(s.qualified_name) != s.content_hash
+                ]
+                for start in range(0, len(fresh), BATCH):
+                    _upsert(collection, fresh[start : start + BATCH])
+                removed = [q for q in now if q not in wanted] if prune else []
+                for start in range(0, len(removed), BATCH * 4):
+                    collection.delete(ids=removed[start : start + BATCH * 4])
         return SyncReport(
             added=len(new),
             updated=len(changed),
             removed=len(removed),
             unchanged=len(wanted) - len(new) - len(changed),
-            embedded=embedded,
+            embedded=len(todo),
         )
 
-    def _upsert(self, specs: Sequence[ToolSpec], progress: Progress | None) -> int:
+    def _embed(self, specs: Sequence[ToolSpec], progress: Progress | None) -> list[list[float]]:
         total = len(specs)
         if progress:
             progress(0, total)
+        vectors: list[list[float]] = []
         for start in range(0, total, BATCH):
             batch = specs[start : start + BATCH]
-            texts = [s.embedding_text() for s in batch]
-            vectors = self.embedder.embed(texts)
-            if len(vectors) != len(batch) or any(len(v) != self.embedder.dim for v in vectors):
+            got = self.embedder.embed([s.embedding_text() for s in batch])
+            if len(got) != len(batch) or any(len(v) != self.embedder.dim for v in got):
                 raise IndexError_(
                     f"embedder {self.embedder.name} returned vectors of the wrong shape",
                     hint="check the embedding model installation",
                 )
-            with self._chroma("write"):
-                self._collection.upsert(
-                    ids=[s.qualified_name for s in batch],
-                    embeddings=vectors,  # type: ignore[arg-type]
-                    documents=texts,
-                    metadatas=[
-                        {
-                            "content_hash": s.content_hash,
-                            "plugin": s.plugin,
-                            "name": s.name,
-                            "qualified_name": s.qualified_name,
-                        }
-                        for s in batch
-                    ],
-                )
+            vectors.extend(got)
             if progress:
                 progress(min(start + BATCH, total), total)
-        return total
+        return vectors
 
     def search(
         self,
@@ -306,8 +261,7 @@ class ToolIndex:
         if among is not None:
             among = list(dict.fromkeys(among))
             top_k = min(top_k, len(among))
-        n = self.count()
-        if top_k <= 0 or n == 0 or not texts:
+        if top_k <= 0 or not texts or self.count() == 0:
             return []
         vectors = self.embedder.embed(texts)
         where: dict[str, Any] | None = None
@@ -315,8 +269,11 @@ class ToolIndex:
             where = {"qualified_name": {"$in": among}} if len(among) > 1 else {
                 "qualified_name": among[0]
             }
-        with self._chroma("search"):
-            res = self._collection.query(
+        with self._use("search") as collection:
+            n = int(collection.count())
+            if n == 0:
+                return []
+            res = collection.query(
                 query_embeddings=vectors,  # type: ignore[arg-type]
                 n_results=min(top_k, n),
                 where=where,  # type: ignore[arg-type]
@@ -335,3 +292,31 @@ class ToolIndex:
                         name=str(meta.get("name", id_.split(".", 1)[-1])),
                     )
         return sorted(best.values(), key=lambda h: (-h.score, h.qualified_name))[:top_k]
+
+
+def _hashes(collection: Any) -> dict[str, str]:
+    got = collection.get(include=["metadatas"])
+    return {
+        id_: str((meta or {}).get("content_hash", ""))
+        for id_, meta in zip(got["ids"], got["metadatas"] or [])
+    }
+
+
+def _upsert(collection: Any, items: Sequence[tuple[ToolSpec, list[float]]]) -> None:
+    """One batch, keyed by qualified name: idempotent, so concurrent writers converge."""
+    if not items:
+        return
+    collection.upsert(
+        ids=[s.qualified_name for s, _ in items],
+        embeddings=[v for _, v in items],  # type: ignore[arg-type]
+        documents=[s.embedding_text() for s, _ in items],
+        metadatas=[
+            {
+                "content_hash": s.content_hash,
+                "plugin": s.plugin,
+                "name": s.name,
+                "qualified_name": s.qualified_name,
+            }
+            for s, _ in items
+        ],
+    )
