@@ -26,6 +26,7 @@ from localagent.planners.base import (
     usage_since,
 )
 from localagent.planners.techniques import TechniqueChanges, Techniques, parse_spec
+from localagent.side_effects import Approve, SideEffectLedger
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
@@ -80,6 +81,12 @@ class Agent:
     the planning techniques (a `Techniques`, `TechniqueChanges` or a spec such as
     "reasoning+replan=2" or "+replan=2,-mentions"), default (None or "default") each
     planner's measured default configuration; changes apply to each planner's default.
+    `approve`: asked once per distinct side-effect call of a run (`ToolCallRequest`: the
+    function and its arguments) before it runs; None refuses every such call (a refusal
+    is a tool error of kind "refused", the run goes on as the planner can). `dry_run`:
+    side-effect calls never run and get a placeholder value; read-only calls run.
+    Each `run` has its own `SideEffectLedger`: a side-effect call runs at most once per
+    distinct call (function + arguments) in it, across votes, re-plans and loop steps.
     """
 
     def __init__(
@@ -95,6 +102,8 @@ class Agent:
         settings: PlannerSettings | None = None,
         index: ToolIndex | None = None,
         techniques: Techniques | TechniqueChanges | str | None = None,
+        approve: Approve | None = None,
+        dry_run: bool = False,
     ) -> None:
         from localagent.tools.registry import default_registry
 
@@ -108,6 +117,7 @@ class Agent:
             base = replace(base, techniques=techniques)
         self.settings = base if constrain else replace(base, constrain=False)
         self.policy = policy or ExecutionPolicy()
+        self.approve, self.dry_run = approve, dry_run
         self.registry = registry or default_registry(
             plugins, llm=lambda: self.llm, examples=examples)
         if registry is not None:
@@ -161,7 +171,8 @@ class Agent:
         start, before = time.perf_counter(), self.llm.usage
         specs = self.tools_for(goal)
         log = GenerationLog()
-        ctx = _RunContext(self, goal, planner, specs, log, start, before)
+        ctx = _RunContext(self, goal, planner, specs, log, start, before,
+                          SideEffectLedger(self.approve, dry_run=self.dry_run))
         try:
             if planner in ("tree", "sequential"):
                 return self._run_plan(ctx, on_event)
@@ -177,7 +188,8 @@ class Agent:
         from localagent.planners.plan_runner import plan_and_execute
 
         run = plan_and_execute(self._planner(ctx.planner, ctx.specs), ctx.goal,
-                               lambda: Executor(self.registry, self.policy), ctx.log,
+                               lambda: Executor(self.registry, self.policy, effects=ctx.effects),
+                               ctx.log,
                                on_event)
         chosen = run.chosen or (run.attempts[-1] if run.attempts else None)
         if chosen is None:
@@ -193,7 +205,7 @@ class Agent:
 
     def _run_loop(self, ctx: _RunContext, max_iterations: int,
                   on_event: OnEvent | None) -> AgentResult:
-        executor = Executor(self.registry, self.policy)
+        executor = Executor(self.registry, self.policy, effects=ctx.effects)
         if ctx.planner == "react":
             from localagent.planners.react import ReactPlanner
 
@@ -219,6 +231,7 @@ class _RunContext:
     log: GenerationLog
     start: float
     before: Usage
+    effects: SideEffectLedger  # the run's side-effect calls, shared by its executors
 
     def result(self, answer: Any, plan: dict[str, Any] | None, steps: list[dict[str, Any]],
                *, error: str | None, stop_reason: str = "",

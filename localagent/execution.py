@@ -75,6 +75,14 @@ class ExecutionResult:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def source(self) -> str | None:
+        """Where the last finished call's outcome came from (`trace.Source`: "tool",
+        "recorded", "dry_run", "refused"); for one call (`run_call`) that call's. None
+        when no call finished."""
+        finished = [e for e in self.events if getattr(e, "kind", "") == "call_finished"]
+        return getattr(finished[-1], "source", None) if finished else None
+
     def unwrap(self) -> Any:
         """The value, or the run's error raised (BudgetExceededError / RuntimeFailure)."""
         if self.error is not None:

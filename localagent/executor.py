@@ -16,6 +16,11 @@ timeouts, budgets, the error policy and the trace.
   of the budget of calls or seconds always ends the run (`BudgetExceededError` as data).
 - Bad plans are bad input: `run_tree` / `run_sequential` validate first and raise
   PlanValidationError before anything runs.
+- A function with side effects (`ToolSpec.side_effects`) goes through the run's
+  `SideEffectLedger` (`localagent/side_effects.py`): asked for approval first, run at most
+  once per distinct call across every executor sharing the ledger; a repeat gets the
+  recorded result, a refusal is a tool error of kind "refused", and a dry run gives a
+  placeholder. Such calls run one at a time. `CallFinished.source` says which happened.
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import assert_never
 
 from localagent.budget import Budget, BudgetSpent
+from localagent.errors import LocalAgentError
 from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
 from localagent.grammar.types import as_text, passed_as_text
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
+from localagent.side_effects import Recorded, SideEffectLedger, ToolCallRequest
 from localagent.tools.spec import ToolError, ToolResult
 from localagent.trace import (
     CallCancelled,
@@ -102,9 +109,14 @@ class Executor:
         policy: ExecutionPolicy | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        effects: SideEffectLedger | None = None,
     ) -> None:
+        """`effects`: the run's ledger of side-effect calls, shared by every executor of one
+        run; None gives this executor its own, without an approver (every side-effect call
+        is refused)."""
         self.registry = registry
         self.policy = policy or ExecutionPolicy()
+        self.effects = effects if effects is not None else SideEffectLedger()
         self._clock = clock
         self._ids = 0
         self.budget = Budget(self.policy.max_calls, self.policy.max_seconds, clock)
@@ -259,6 +271,50 @@ class Executor:
 
     async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
                       parent_id: int | None, path: str, run: _Run) -> Any:
+        request = self._effect_request(function, args)
+        if request is None:
+            return await self._run_tool(function, args, call_id, parent_id, path, run)
+        async with self.effects.guard():  # one side-effect call at a time
+            if run.fatal is not None:
+                self._admit(function, path, parent_id, run)  # skipped: the run stopped
+            recorded = self.effects.get(request)
+            if recorded is not None:
+                return self._replay(recorded, "recorded", args, call_id, parent_id, path, run)
+            decided = self.effects.decide(request)
+            if decided is not None:
+                source = "dry_run" if decided.outcome == "dry_run" else "refused"
+                return self._replay(decided, source, args, call_id, parent_id, path, run)
+            return await self._run_tool(function, args, call_id, parent_id, path, run,
+                                        request)
+
+    def _effect_request(self, function: str, args: dict[str, Any]) -> ToolCallRequest | None:
+        """The ledger's view of a call of a side-effect function; None for a read-only
+        function, or for arguments the schema rejects (the call then fails as data
+        without running, like any other)."""
+        if function not in self.registry or not self.registry.spec(function).side_effects:
+            return None
+        try:
+            validated = self.registry.validate_args(function, args)
+        except LocalAgentError:
+            return None
+        plain = json.loads(json.dumps(validated, ensure_ascii=False, default=repr))
+        return ToolCallRequest(function, plain)
+
+    def _replay(self, recorded: Recorded, source: Any, args: dict[str, Any], call_id: int,
+                parent_id: int | None, path: str, run: _Run) -> Any:
+        """A side-effect call answered by the ledger, not run: only its CallFinished."""
+        result = recorded.result
+        run.emit(CallFinished(call_id, parent_id, result.function, args,
+                              None if result.error else result.value, result.error, 0.0,
+                              self._clock(), path, source=source))
+        if result.error is None:
+            return result.value
+        return self._fail(result.function, call_id, path, result.error, False, run)
+
+    async def _run_tool(self, function: str, args: dict[str, Any], call_id: int,
+                        parent_id: int | None, path: str, run: _Run,
+                        request: ToolCallRequest | None = None) -> Any:
+        """Run the function now (a side-effect call's `request` records what happened)."""
         async with self._slot():
             timeout, budget_limited = self._admit(function, path, parent_id, run)
             run.emit(CallStarted(call_id, parent_id, function, args, self._clock(), path))
@@ -268,6 +324,8 @@ class Executor:
             try:
                 result = await task
             except asyncio.CancelledError:
+                if request is not None:
+                    self.effects.cancelled(request)
                 if run.fatal is None or not task.cancelled():
                     raise  # cancelled from outside the run: not ours to swallow
                 run.emit(CallCancelled(call_id, parent_id, function, run.fatal.message,
@@ -277,6 +335,9 @@ class Executor:
                 run.in_flight.discard(task)
         seconds = self._clock() - started
         error = result.error or _serialisation_error(result.value)
+        if request is not None:
+            self.effects.record(Recorded(request, "ran", ToolResult(
+                function, request.args, None if error else result.value, error, seconds)))
         run.emit(CallFinished(call_id, parent_id, function, args,
                               None if error else result.value, error, seconds,
                               self._clock(), path))

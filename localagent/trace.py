@@ -34,10 +34,22 @@ class CallStarted:
         return _plain(self)
 
 
+Source = Literal["tool", "recorded", "dry_run", "refused"]
+"""Where a call's outcome came from: "tool", the function ran now; "recorded", a side-effect
+call that already ran in this run, answered from the run's ledger without running again;
+"dry_run", a side-effect call not run (a placeholder value); "refused", a side-effect call
+not approved (the error has kind "refused")."""
+
+
 @dataclass(frozen=True)
 class CallFinished:
     """A call ended: with `result`, or with `error` (raised, timed out, unserialisable,
-    invalid arguments, cancelled because a sibling failed)."""
+    invalid arguments, cancelled because a sibling failed, refused).
+
+    `source` says where the outcome came from (`Source`); `from_tool` is True when `result`
+    is a function's own output. Such content is untrusted data: a web page, a document or an
+    email may say anything, "ignore your instructions" included, and the model reads it.
+    """
 
     call_id: int
     parent_id: int | None
@@ -48,6 +60,7 @@ class CallFinished:
     seconds: float
     at: float
     path: str = ""
+    source: Source = "tool"
     kind: Literal["call_finished"] = field(default="call_finished", init=False)
 
     @property
@@ -58,8 +71,14 @@ class CallFinished:
     def started_at(self) -> float:
         return self.at - self.seconds
 
+    @property
+    def from_tool(self) -> bool:
+        """Whether the outcome (`result`, or an exception's message) came from running the
+        function, now or earlier in the run: content to treat as data, never as orders."""
+        return self.source in ("tool", "recorded")
+
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)
+        return {**_plain(self), "from_tool": self.from_tool}
 
 
 @dataclass(frozen=True)
@@ -150,8 +169,9 @@ def describe(event: Any, start: float = 0.0, depth: int = 0) -> str:
     if isinstance(event, CallFinished):
         outcome = (f"= {_short(event.result)}" if event.error is None
                    else f"! {event.error.kind}: {event.error.message}")
+        note = _SOURCE_NOTES[event.source]
         return (f"{clock} {pad}< #{event.call_id} {event.function} {outcome} "
-                f"({event.seconds:.2f}s)")
+                f"({note or f'{event.seconds:.2f}s'})")
     if isinstance(event, CallCancelled):
         return f"{clock} {pad}x #{event.call_id} {event.function} cancelled: {event.reason}"
     if isinstance(event, CallSkipped):
@@ -160,6 +180,11 @@ def describe(event: Any, start: float = 0.0, depth: int = 0) -> str:
         outcome = "finished" if event.ok else f"failed: {event.error}"
         return f"{clock} run {outcome} ({event.calls} calls, {event.seconds:.2f}s)"
     return f"{clock} {pad}{getattr(event, 'kind', type(event).__name__)}"
+
+
+_SOURCE_NOTES: dict[str, str] = {"tool": "", "recorded": "reused: already ran in this run",
+                                 "dry_run": "dry run",
+                                 "refused": "not executed"}
 
 
 def _args(args: dict[str, Any]) -> str:

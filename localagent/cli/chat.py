@@ -18,6 +18,7 @@ from typing import Any
 from localagent.cli import app
 from localagent.cli.common import console, err_console, handle_errors
 from localagent.cli.run import (
+    DRY_RUN_OPT,
     EXAMPLES_OPT,
     EXCLUDE_OPT,
     EXCLUDE_PLUGIN_OPT,
@@ -30,6 +31,7 @@ from localagent.cli.run import (
     TECHNIQUES_OPT,
     THREADS_OPT,
     THRESHOLD_OPT,
+    YES_OPT,
     _agent,
     _filter,
     _LiveView,
@@ -166,6 +168,8 @@ def chat_command(
     include: list[str] | None = INCLUDE_OPT,
     exclude: list[str] | None = EXCLUDE_OPT,
     exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
+    yes: bool = YES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
 ) -> None:
     from localagent.agent import PLANNERS
 
@@ -176,7 +180,7 @@ def chat_command(
     flt = _filter(threshold, max_tools, include, exclude, exclude_plugin)
 
     def make_agent(name: str | None) -> Any:
-        return _agent(cfg, plugins, flt, model=name)
+        return _agent(cfg, plugins, flt, model=name, yes=yes, dry_run=dry_run)
 
     session = ChatSession(make_agent, cfg.value("planner"), cfg.value("model"),
                           cfg.value("max_iterations"))

@@ -80,15 +80,17 @@ def _settings(**flags: Any) -> Any:
 
 
 def _agent(cfg: Any, plugins: list[str] | None, flt: Any, model: Any = None,
-           verbose: bool = False) -> Any:
+           verbose: bool = False, yes: bool = False, dry_run: bool = False) -> Any:
     """The agent the settings describe. `model`: a catalog name or path instead of the
-    configured one; with a thread count (`threads`) or `verbose`, it is loaded now."""
+    configured one; with a thread count (`threads`) or `verbose`, it is loaded now.
+    `yes` / `dry_run`: how side-effect calls are approved (`cli/approval.py`)."""
     from localagent.agent import Agent
+    from localagent.cli.approval import cli_approver
 
     source = _model(model or cfg.value("model"), cfg.value("threads"))
     return Agent(_verbose_model(source) if verbose else source, plugins or (), filter=flt,
                  constrain=cfg.value("constrain"), techniques=cfg.value("techniques"),
-                 examples=cfg.value("examples"))
+                 examples=cfg.value("examples"), approve=cli_approver(yes), dry_run=dry_run)
 
 
 TECHNIQUES_OPT = typer.Option(
@@ -109,6 +111,12 @@ EXCLUDE_PLUGIN_OPT = typer.Option(None, "--exclude-plugin",
                                   help="Never offer this plugin's functions (repeat).")
 SHOW_TOOLS_OPT = typer.Option(False, "--show-tools", help="Print the functions the filter "
                               "kept for the goal (plan: on stderr, the plan stays JSON).")
+YES_OPT = typer.Option(False, "--yes", "-y", help="Approve every call of a function with "
+                       "side effects without asking (default: ask on a terminal, refuse "
+                       "without one).")
+DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and show every call, but run only "
+                           "read-only functions: calls with side effects get a placeholder "
+                           "result, marked in the output.")
 
 
 def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
@@ -139,6 +147,8 @@ def run_command(
     verbose: bool = typer.Option(False, "--verbose", "-v",
                                  help="Also show every prompt and raw model output (stderr)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the answer."),
+    yes: bool = YES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
 ) -> None:
     from localagent.agent import PLANNERS
     from localagent.errors import UsageError
@@ -154,7 +164,7 @@ def run_command(
                     examples=examples, threads=threads)
     planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
     agent = _agent(cfg, plugins, _filter(threshold, max_tools, include, exclude, exclude_plugin),
-                   verbose=verbose)
+                   verbose=verbose, yes=yes, dry_run=dry_run)
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
@@ -165,6 +175,11 @@ def run_command(
         _print_answer_only(result)
     else:
         _print_result(result)
+    if dry_run and not as_json:
+        from localagent.cli.common import err_console
+
+        err_console.print("dry run: calls with side effects were not executed; their results "
+                          "are placeholders", markup=False)
     if not result.ok:
         raise typer.Exit(1)
 

@@ -9,6 +9,16 @@ and the executor, the same for both kinds of plan:
 - `vote=K`: the greedy plan plus K-1 plans sampled at temperature 0.7 with other seeds;
   identical plans execute once; the answer is the value most plans agree on (ties go to
   the earlier plan, so the greedy plan wins a tie).
+
+Side effects: executing a candidate only to compare its value would run its calls for
+nothing. So when any function offered to the planner has side effects
+(`ToolSpec.side_effects`), `vote=K` picks by the plans themselves: the K plans are made
+first, none is executed, and only the plan most samples wrote (ties to the earlier, so the
+greedy plan wins a tie) runs, with its own re-planning. `PlanRun.votes` then counts plans
+(keyed by their JSON), not values. Re-planning runs one plan after another, never
+speculatively; that a re-planned plan repeating a side-effect call that already ran gets
+the recorded result, not a second run, is the run's `SideEffectLedger`'s job (share one
+among the executors `new_executor` makes, as `Agent.run` does).
 """
 
 from __future__ import annotations
@@ -75,10 +85,10 @@ def plan_and_execute(planner: PlanPlanner, goal: str, new_executor: Callable[[],
     """Plan and execute `goal` with the planner's techniques (replan, vote)."""
     t = planner.techniques
     run = PlanRun(chosen=None)
+    if t.vote > 1 and _offers_side_effects(planner):
+        return _vote_by_plans(planner, goal, new_executor, log, run, on_event)
     for sample in range(t.vote):
-        settings = planner.settings if sample == 0 else replace(
-            planner.settings, temperature=VOTE_TEMPERATURE,
-            seed=planner.settings.seed + 1000 * sample)
+        settings = _sample_settings(planner, sample)
         try:
             _solve(planner, goal, new_executor, log, settings, sample, run, on_event)
         except PlanningError as exc:
@@ -101,11 +111,54 @@ def plan_and_execute(planner: PlanPlanner, goal: str, new_executor: Callable[[],
     return run
 
 
+def _offers_side_effects(planner: PlanPlanner) -> bool:
+    return any(getattr(spec, "side_effects", False) for spec in getattr(planner, "tools", ()))
+
+
+def _sample_settings(planner: PlanPlanner, sample: int) -> PlannerSettings:
+    """Sample 0 is the planner's own (greedy) settings; others sample with other seeds."""
+    if sample == 0:
+        return planner.settings
+    return replace(planner.settings, temperature=VOTE_TEMPERATURE,
+                   seed=planner.settings.seed + 1000 * sample)
+
+
+def _vote_by_plans(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor],
+                   log: GenerationLog, run: PlanRun, on_event: OnEvent | None) -> PlanRun:
+    """`vote=K` with side-effect functions offered: K plans, none executed; the plan most
+    samples wrote runs (with its re-planning)."""
+    candidates: list[tuple[int, Any, str]] = []  # (sample, planned, plan JSON)
+    for sample in range(planner.techniques.vote):
+        try:
+            planned = planner.plan(goal, log, settings=_sample_settings(planner, sample))
+        except PlanningError as exc:
+            run.error = run.error or exc.one_line()
+            continue
+        candidates.append((sample, planned, planned.plan.to_json(indent=None)))
+    if not candidates:
+        run.error = run.error or "no plan"
+        return run
+    run.votes = dict(Counter(key for _, _, key in candidates))
+    best = max(run.votes.values())
+    sample, planned, _ = next(c for c in candidates if run.votes[c[2]] == best)
+    try:
+        _solve(planner, goal, new_executor, log, _sample_settings(planner, sample), sample,
+               run, on_event, first=planned)
+    except PlanningError as exc:  # a re-plan failed to plan
+        run.error = exc.one_line()
+    good = [a for a in run.attempts if a.ok]
+    run.chosen = good[-1] if good else None
+    if good or run.attempts:
+        run.error = None if good else run.attempts[-1].error
+    return run
+
+
 def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor],
            log: GenerationLog, settings: PlannerSettings, sample: int, run: PlanRun,
-           on_event: OnEvent | None) -> None:
-    """One sample: plan, execute, and re-plan with the error up to `replan` times."""
-    planned = planner.plan(goal, log, settings=settings)
+           on_event: OnEvent | None, first: Any = None) -> None:
+    """One sample: plan (unless `first` is its plan already), execute, and re-plan with the
+    error up to `replan` times."""
+    planned = first if first is not None else planner.plan(goal, log, settings=settings)
     for replan in range(planner.techniques.replan + 1):
         if replan:
             planned = planner.plan(goal, log, failed=planned, error=run.attempts[-1].error or "",

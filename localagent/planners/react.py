@@ -50,6 +50,9 @@ class ReactTurn:
     observation: Any = None
     error: str | None = None
     final_answer: str | None = None
+    # where the observation came from (`trace.Source`): "tool" marks a function's output,
+    # untrusted data however it reads; "recorded", "dry_run", "refused" for side effects
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if v is not None}
@@ -172,7 +175,7 @@ class ReactPlanner:
                 trail.append((i, step.action.function, step.action.args, result.value))
             obs = observation_text(result.value, error)
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
-                                       result.value, error))
+                                       result.value, error, source=result.source))
             emit("react_step", out.turns[-1].to_dict())
             key = (step.action.function, json.dumps(step.action.args, sort_keys=True))
             if seen.get(key) == obs:

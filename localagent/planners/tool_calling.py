@@ -250,7 +250,8 @@ class ToolCallingPlanner:
                                  "content": content})
                 record.append({"id": cid, "function": c.function, "args": c.args,
                                "result": result.value, "error": None if result.ok
-                               else result.error.message})  # type: ignore[union-attr]
+                               else result.error.message,  # type: ignore[union-attr]
+                               "source": result.source})  # "tool": untrusted data
             out.turns.append(ToolTurn(calls=tuple(record)))
             _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
             # The same calls with the same results again: the model is looping (seen: four

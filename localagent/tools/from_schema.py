@@ -35,6 +35,7 @@ from localagent.tools.tool import Tool, check_name, make_caller
 __all__ = ["RecordingStub", "schema_tool", "schema_tools"]
 
 DEFAULT_PLUGIN = "functions"
+_MAX_DIGITS = 4000  # below sys.get_int_max_str_digits() (default 4300)
 _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 _NUMBER_RE = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
 
@@ -44,6 +45,7 @@ def schema_tool(
     call: Callable[..., Any] | None = None,
     *,
     plugin: str | None = None,
+    side_effects: bool = False,
 ) -> Tool:
     """A `Tool` from an OpenAI-style function schema.
 
@@ -64,6 +66,9 @@ def schema_tool(
     The validator coerces what a model commonly sends (`"3"` for an integer or a number,
     `3` for a number gives `3.0`, `"true"` for a boolean, `7` for a string), fills in
     declared defaults, and raises one InvalidArgumentsError listing every problem.
+
+    `side_effects=True`: calls change the world (need approval, run at most once per
+    distinct call in a run), as `@tool(side_effects=True)`.
 
     Raises PluginLoadError (one line) for a malformed schema or an unusable name.
     """
@@ -88,6 +93,7 @@ def schema_tool(
         parameters=parameters,
         returns=returns,
         kind="native",
+        side_effects=bool(side_effects),
     )
     if call is None:
         call = RecordingStub()
@@ -104,10 +110,11 @@ def schema_tools(
     call: Callable[..., Any] | Mapping[str, Callable[..., Any]] | None = None,
     *,
     plugin: str | None = None,
+    side_effects: bool = False,
 ) -> list[Tool]:
     """`schema_tool` for each schema, in order. `call` is one callable for all, a
     RecordingStub (None: one fresh stub shared by all), or a mapping from the schema's
-    name (or the qualified name) to each function's callable."""
+    name (or the qualified name) to each function's callable; `side_effects` holds for all."""
     stub = RecordingStub() if call is None else None
     tools = []
     for function in functions:
@@ -118,7 +125,7 @@ def schema_tools(
             target = call.get(inner["name"], call.get(qualified))
             if target is None:
                 raise PluginLoadError(f"no callable given for {inner['name']!r}")
-        tools.append(schema_tool(function, target, plugin=plugin))
+        tools.append(schema_tool(function, target, plugin=plugin, side_effects=side_effects))
     return tools
 
 
@@ -276,11 +283,13 @@ def _coerce_scalar(kinds: list[str], value: Any, cls: Any) -> Any:
         if "integer" in matched and isinstance(value, float):
             return int(value)  # 3.0 for an integer
         if "number" in matched and "integer" not in kinds and type(value) is int:
-            return float(value)  # 3 for a number, as pydantic's float
+            # 3 for a number, as pydantic's float; an integer past a float's range stays
+            return float(value) if abs(value) < 2**1023 else value
         return value
     for kind in kinds:
         if isinstance(value, str):
-            if kind == "integer" and _INT_RE.match(value):
+            # int() refuses thousands of digits: such a text is left for the validator
+            if kind == "integer" and _INT_RE.match(value) and len(value) <= _MAX_DIGITS:
                 return int(value)
             if kind == "number" and _NUMBER_RE.match(value):
                 number = float(value)

@@ -43,12 +43,16 @@ class Tool:
         plugin: str,
         name: str | None = None,
         description: str | None = None,
+        side_effects: bool | None = None,
     ) -> Tool:
-        """Describe `func` (a plain function or a bound method), `@tool`-marked or not."""
+        """Describe `func` (a plain function or a bound method), `@tool`-marked or not.
+        `side_effects` (None: the `@tool` marker's, else False) becomes the spec's."""
         marker = marker_of(func)
         name = name or (marker.name if marker else None) or getattr(func, "__name__", "")
         if description is None and marker is not None:
             description = marker.description
+        if side_effects is None:
+            side_effects = marker.side_effects if marker is not None else False
         check_name(plugin, "plugin")
         check_name(name, "function")
         qualified = f"{plugin}.{name}"
@@ -60,6 +64,7 @@ class Tool:
             parameters=schema.parameters,
             returns=schema.returns,
             kind="native",
+            side_effects=side_effects,
         )
         return cls(
             spec=spec,
