@@ -22,7 +22,8 @@ def _register() -> None:
     # Each group module adds itself to `app`; the import order is the help order.
     import importlib
 
-    for module in ("models", "generate", "tools", "retrieval", "run", "chat", "exec", "config"):
+    for module in ("models", "generate", "tools", "retrieval", "run", "chat", "serve", "exec",
+                   "config"):
         importlib.import_module(f"localagent.cli.{module}")
 
 

@@ -27,10 +27,21 @@ def load_llm(
     seed: int = 0,
     temperature: float = 0.0,
     verbose: bool = False,
+    remote: bool = True,
 ) -> LLM:
     """Load a model by catalog name or .gguf path (default: `$LOCALAGENT_MODEL`, else the
     catalog's default). Bad input raises ModelNotFoundError / ModelFileError /
-    WeightsPackageMissingError before llama.cpp sees anything."""
+    WeightsPackageMissingError before llama.cpp sees anything.
+
+    With `remote`, a server URL (`http://HOST:PORT/v1#MODEL`) or `$LOCALAGENT_BASE_URL`
+    gives a `RemoteLLM` instead, connected and checked by its grammar canary
+    (`llm/remote.py`); n_ctx, n_threads and verbose then do not apply."""
+    if remote:
+        from localagent.llm.remote import RemoteLLM, remote_spec
+
+        spec = remote_spec(name_or_path, default_model=default_model_name())
+        if spec is not None:
+            return RemoteLLM(spec, temperature=temperature, seed=seed)
     path, entry = resolve_model(name_or_path)
     from localagent.llm.llama import LlamaCppLLM  # imports llama_cpp: only when loading
 
