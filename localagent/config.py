@@ -115,6 +115,22 @@ def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
 
+def _base_url(value: Any) -> str:
+    text = value.strip() if isinstance(value, str) else _text(value)
+    if text and not text.lower().startswith(("http://", "https://")):
+        raise ValueError("expected an http(s) URL such as http://127.0.0.1:8000/v1")
+    return text
+
+
+def _server_kind(value: Any) -> str:
+    from localagent.llm.remote import SERVER_KINDS
+
+    text = _text(value)
+    if text not in SERVER_KINDS:
+        raise ValueError(f"expected one of {', '.join(SERVER_KINDS)}")
+    return text
+
+
 def _default_model(_: dict[str, Setting]) -> str:
     from localagent.llm.catalog import load_catalog
 
@@ -139,6 +155,13 @@ SETTINGS: tuple[SettingDef, ...] = (
         in_file=False,
     ),
     SettingDef("model", "LOCALAGENT_MODEL", "catalog name or .gguf path", _text, _default_model),
+    # A model server instead of llama.cpp in this process (llm/remote.py, docs/deployment.md).
+    SettingDef("base_url", "LOCALAGENT_BASE_URL", "OpenAI-compatible model server, such as "
+               "http://127.0.0.1:8000/v1 (empty: local model)", _base_url, lambda _: ""),
+    SettingDef("api_key", "LOCALAGENT_API_KEY", "Bearer token for base_url (or a URL --model)",
+               _text, lambda _: ""),
+    SettingDef("server_kind", "LOCALAGENT_SERVER_KIND", "where the grammar goes: localagent, "
+               "vllm, sglang or llama-server", _server_kind, lambda _: "localagent"),
     SettingDef(
         "planner",
         "LOCALAGENT_PLANNER",
