@@ -210,6 +210,21 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: 0,
     ),
     SettingDef(
+        "prompt_cache",
+        "LOCALAGENT_PROMPT_CACHE",
+        "keep the model's state for shared prompt prefixes on disk (<home>/prompt_cache), "
+        "so a new process need not evaluate them again",
+        _bool,
+        lambda _: True,
+    ),
+    SettingDef(
+        "prompt_cache_bytes",
+        "LOCALAGENT_PROMPT_CACHE_BYTES",
+        "size cap of the prompt cache in bytes; the least recently used states go first",
+        _positive_int,
+        lambda _: 1 << 30,
+    ),
+    SettingDef(
         "models_dir",
         "LOCALAGENT_MODELS_DIR",
         "where assembled GGUF files live",

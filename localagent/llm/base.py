@@ -26,6 +26,8 @@ class Usage:
 
     `prompt_tokens_reused` are prompt tokens found in the KV cache (a shared prefix with the
     previous call) and not evaluated again; `prompt_tokens_evaluated` is what was computed.
+    `prompt_tokens_loaded`: of the reused tokens, those restored from the disk prompt
+    cache (llm/prompt_cache.py) rather than left in memory by an earlier call.
     """
 
     calls: int = 0
@@ -33,6 +35,7 @@ class Usage:
     prompt_tokens_reused: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    prompt_tokens_loaded: int = 0
 
     @property
     def prompt_tokens_evaluated(self) -> int:
@@ -45,6 +48,7 @@ class Usage:
             prompt_tokens_reused=self.prompt_tokens_reused + other.prompt_tokens_reused,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             seconds=self.seconds + other.seconds,
+            prompt_tokens_loaded=self.prompt_tokens_loaded + other.prompt_tokens_loaded,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,6 +57,7 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "prompt_tokens_reused": self.prompt_tokens_reused,
             "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+            "prompt_tokens_loaded": self.prompt_tokens_loaded,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 4),
         }

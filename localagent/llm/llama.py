@@ -7,7 +7,14 @@ prefix with the previous call in the cache, and a constraint is applied as a log
 processor that is compiled once and only reset per call.
 
 We measure, not guess, how many prompt tokens were evaluated: `generate` evaluates the
-un-cached suffix of the prompt in its first `eval` call, so we count that call's tokens.
+un-cached suffix of the prompt in its first `eval` call, so we count that call's tokens
+(plus the tokens evaluated before it to save a prompt-cache checkpoint).
+
+Across processes, `prompt_cache.py` keeps KV states of prompt prefixes on disk: before
+generating, a prompt of MIN_PREFIX tokens or more may restore a stored prefix (llama.cpp's
+per-sequence state, then `generate`'s own prefix match keeps the shared part) and save
+the prefixes `plan_use` picks. `prompt_cache` off (`LOCALAGENT_PROMPT_CACHE=0`) leaves
+generation exactly as without it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,16 @@ from localagent.errors import ModelFileError, UsageError
 from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage
 from localagent.llm.catalog import CatalogEntry
 from localagent.llm.chat_template import TEMPLATE_KEY, ChatTemplate
+from localagent.llm.prompt_cache import (
+    MIN_PREFIX,
+    CacheIdentity,
+    PromptCache,
+    cache_root,
+    common_prefix,
+    file_sha256,
+    llama_build,
+    plan_use,
+)
 
 if TYPE_CHECKING:
     import llama_cpp
@@ -46,7 +63,10 @@ class LlamaCppLLM(LLM):
         temperature: float = 0.0,
         verbose: bool = False,
         entry: CatalogEntry | None = None,
+        prompt_cache: PromptCache | bool | None = None,
     ) -> None:
+        """`prompt_cache`: a `PromptCache`, False for none, None for the settings'
+        (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`)."""
         self.path = Path(path)
         self.temperature = temperature
         self.seed = seed
@@ -66,6 +86,11 @@ class LlamaCppLLM(LLM):
             n_ctx=min(n_ctx, self._llama.n_ctx()),
             supports_tools=self._template.supports_tools,
         )
+        self._entry = entry
+        self._cache_choice = prompt_cache
+        self._prompt_cache: PromptCache | None = None
+        self._cache_ready = False
+        self._skip_disk = False
 
     @property
     def llama(self) -> llama_cpp.Llama:
@@ -98,10 +123,37 @@ class LlamaCppLLM(LLM):
         with self._lock:
             return [int(t) for t in self._llama._input_ids]
 
-    def reset_cache(self) -> None:
-        """Forget the KV cache: the next call evaluates its whole prompt."""
+    def reset_cache(self, *, keep_disk: bool = False) -> None:
+        """Forget the KV cache: the next call evaluates its whole prompt, or, with
+        `keep_disk`, all but what the disk prompt cache restores (as a new process would)."""
         with self._lock:
             self._llama.reset()
+            self._skip_disk = not keep_disk
+
+    @property
+    def prompt_cache(self) -> PromptCache | None:
+        """The disk prompt cache in use (None when off), opened on first use."""
+        with self._lock:
+            if not self._cache_ready:
+                self._prompt_cache = self._open_prompt_cache()
+                self._cache_ready = True
+            return self._prompt_cache
+
+    def set_prompt_cache(self, cache: PromptCache | None) -> None:
+        """Use `cache` (None: none) from the next call on."""
+        with self._lock:
+            self._prompt_cache, self._cache_ready = cache, True
+
+    def cache_identity(self) -> CacheIdentity:
+        """What a stored KV state of this model must match: the GGUF's sha256 (the
+        catalog's, or computed once for a path), the llama.cpp build, the context size and
+        the weight buffer layout."""
+        if self._entry is not None:
+            sha = self._entry.sha256
+        else:
+            sha = file_sha256(self.path, cache_root())
+        context = f"n_ctx={self._llama.n_ctx()} extra_bufts={int(use_extra_buffers())}"
+        return CacheIdentity(model_sha256=sha, build=llama_build(), context=context)
 
     def format_chat(
         self,
@@ -135,17 +187,19 @@ class LlamaCppLLM(LLM):
                 temperature=self.temperature if temperature is None else temperature,
                 seed=self.seed if seed is None else seed, processor=processor,
                 stopping=self._give_up_criterion(give_up, len(tokens)))
-            self._eval_sizes.clear()
             start = time.perf_counter()
+            loaded, evaluated = self._use_prompt_cache(tokens)
+            self._eval_sizes.clear()
             result = self._llama.create_completion(tokens, **kwargs)
             seconds = time.perf_counter() - start
-            evaluated = self._eval_sizes[0] if self._eval_sizes else 0
+            evaluated += self._eval_sizes[0] if self._eval_sizes else 0
         choice = result["choices"][0]  # type: ignore[index]
         n_completion = int(result["usage"]["completion_tokens"])  # type: ignore[index]
         if processor is not None:
             processor.check_in_force(n_completion)
-        usage = Usage(calls=1, prompt_tokens=len(tokens),
-                      prompt_tokens_reused=len(tokens) - evaluated,
+        reused = len(tokens) - evaluated
+        usage = Usage(calls=1, prompt_tokens=len(tokens), prompt_tokens_reused=reused,
+                      prompt_tokens_loaded=min(loaded, reused),
                       completion_tokens=n_completion, seconds=seconds)
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
         return Completion(text=str(choice["text"]), usage=usage, finish_reason=finish,
@@ -156,6 +210,56 @@ class LlamaCppLLM(LLM):
             self._llama.close()
 
     # --- internals -----------------------------------------------------------------
+
+    def _open_prompt_cache(self) -> PromptCache | None:
+        choice = self._cache_choice
+        if isinstance(choice, PromptCache) or choice is False:
+            return choice or None
+        from localagent.config import load_settings
+
+        settings = load_settings()
+        if not settings.value("prompt_cache") and choice is not True:
+            return None
+        return PromptCache(cache_root(settings.value("home")), self.cache_identity(),
+                           settings.value("prompt_cache_bytes"))
+
+    def _use_prompt_cache(self, tokens: list[int]) -> tuple[int, int]:
+        """Restore and save prompt prefixes as `plan_use` decides, before `generate` runs;
+        (tokens restored from disk, tokens evaluated here). Generation then evaluates only
+        what follows the state in memory."""
+        skip, self._skip_disk = self._skip_disk, False
+        prefix = tokens[:-1]  # llama.cpp evaluates the last token anyway (fresh logits)
+        if skip or len(prefix) < MIN_PREFIX:
+            return 0, 0
+        cache = self.prompt_cache
+        if cache is None:
+            return 0, 0
+        llama = self._llama
+        entries = cache.entries()
+        plan = plan_use(prefix, common_prefix(llama._input_ids.tolist(), prefix), entries)
+        loaded = 0
+        if plan.load is not None:
+            payload = cache.load(plan.load)
+            if payload is not None and _kv_restore(llama, payload, plan.load.tokens):
+                loaded = plan.start
+            else:  # corrupt or unusable: deleted by load(); decide again without it
+                llama.reset()
+                rest = [e for e in entries if e.path != plan.load.path]
+                plan = plan_use(prefix, 0, rest)
+                plan = type(plan)(None, 0, plan.checkpoints)
+        if not plan.checkpoints:
+            return loaded, 0
+        have = min(llama.n_tokens, common_prefix(llama._input_ids.tolist(), prefix))
+        _kv_truncate(llama, have)
+        evaluated = 0
+        for point in plan.checkpoints:
+            if point < have:
+                continue
+            llama.eval(prefix[have:point])
+            evaluated += point - have
+            have = point
+            cache.save(prefix[:point], _kv_snapshot(llama))
+        return loaded, evaluated
 
     def _install_eval_counter(self) -> None:
         """Record the size of every `eval` batch; `generate` looks the method up on the
@@ -205,6 +309,52 @@ class LlamaCppLLM(LLM):
         processor = processor_for(constraint, self._llama)
         processor.reset()
         return processor
+
+
+def _kv_snapshot(llama: llama_cpp.Llama) -> bytes:
+    """llama.cpp's state of sequence 0 (its KV cells), as `llama_state_seq_get_data` writes
+    it; `Llama.save_state` would also copy the n_batch x n_vocab logits buffer."""
+    import ctypes
+
+    import llama_cpp as native
+
+    size = native.llama_state_seq_get_size(llama.ctx, 0)
+    buffer = (ctypes.c_uint8 * size)()
+    written = native.llama_state_seq_get_data(llama.ctx, buffer, size, 0)
+    if not 0 < written <= size:
+        raise RuntimeError("llama.cpp could not copy the KV state")
+    return ctypes.string_at(buffer, written)
+
+
+def _kv_restore(llama: llama_cpp.Llama, payload: bytes, tokens: Sequence[int]) -> bool:
+    """Put a saved sequence state back and tell `Llama` which tokens it holds (as
+    `Llama.load_state` does); False, with the memory cleared, when llama.cpp rejects it
+    (another model shape) or it does not hold exactly `tokens`."""
+    import ctypes
+
+    import llama_cpp as native
+
+    llama.reset()
+    llama._ctx.kv_cache_seq_rm(0, 0, -1)
+    buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
+    read = native.llama_state_seq_set_data(llama.ctx, buffer, len(payload), 0)
+    memory = native.llama_get_memory(llama.ctx)
+    last = native.llama_memory_seq_pos_max(memory, 0) if memory is not None else -2
+    if read == 0 or last != len(tokens) - 1:
+        llama._ctx.kv_cache_seq_rm(0, 0, -1)
+        return False
+    llama.input_ids[: len(tokens)] = tokens
+    llama.n_tokens = len(tokens)
+    llama._requires_eval = True  # logits were not restored: decode before sampling
+    return True
+
+
+def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:
+    """Keep the first `n` tokens of the KV cache (as `generate` does on a prefix match)."""
+    if llama.n_tokens > n:
+        llama._ctx.kv_cache_seq_rm(0, n, -1)
+        llama.n_tokens = n
+        llama._requires_eval = True
 
 
 def _completion_kwargs(*, max_tokens: int, stop: Sequence[str], temperature: float,

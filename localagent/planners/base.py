@@ -212,7 +212,8 @@ def usage_since(llm: LLM, before: Usage) -> Usage:
                  prompt_tokens=now.prompt_tokens - before.prompt_tokens,
                  prompt_tokens_reused=now.prompt_tokens_reused - before.prompt_tokens_reused,
                  completion_tokens=now.completion_tokens - before.completion_tokens,
-                 seconds=now.seconds - before.seconds)
+                 seconds=now.seconds - before.seconds,
+                 prompt_tokens_loaded=now.prompt_tokens_loaded - before.prompt_tokens_loaded)
 
 
 @dataclass(frozen=True)
