@@ -101,3 +101,8 @@ class BudgetExceededError(RuntimeFailure):
 
 class PlanningError(RuntimeFailure):
     """The planner could not produce a valid plan within its retries."""
+
+
+class DeclinedError(PlanningError):
+    """The model answered that no offered function reaches the goal (the `decline`
+    technique's refusal): the run ends without an answer and without calling a tool."""

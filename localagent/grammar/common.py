@@ -119,6 +119,18 @@ def render(fmt: str, **values: str) -> str:
 
 # --- rules more than one format writes ----------------------------------------------------
 
+# The explicit refusal a plan format admits with `decline`: the pseudo-function `none`,
+# called alone with no arguments, is the plan "no offered function reaches this goal". It
+# sits where the model picks a function name, so choosing it is one decision among the
+# real names rather than a separate question about the goal.
+NO_PLAN_FUNCTION = "none"
+
+
+def no_plan_call() -> str:
+    """The rule of the refusal plan: `{"function": "none", "args": {}}`."""
+    return lit("{" + jtext("function") + ": " + jtext(NO_PLAN_FUNCTION) + ", "
+               + jtext("args") + ": {}}")
+
 
 def call_object(name_key: str, name: str, args_key: str, args_rule: str) -> str:
     """`{"<name_key>": "<name>", "<args_key>": <args>}` with the name fixed per tool."""

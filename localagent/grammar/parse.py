@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localagent.errors import InvalidPlanError, PlanValidationError, TruncatedOutputError
+from localagent.grammar.common import NO_PLAN_FUNCTION
 from localagent.grammar.types import fits
 from localagent.llm.base import Completion
 from localagent.tools.spec import ToolSpec
@@ -35,10 +36,12 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ParsedPlan:
-    """`plan` is plain JSON data: the sequential dict or the root call of a tree."""
+    """`plan` is plain JSON data: the sequential dict or the root call of a tree; None
+    when `declined` (the model wrote the refusal plan: no offered function fits)."""
 
     plan: Any = field(hash=False)
     reasoning: str | None = None
+    declined: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,9 +129,20 @@ def _json_payload(text: str) -> Any:
         value, end = json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError as exc:
         raise PlanValidationError(f"output is not JSON: {exc.msg} at {exc.pos}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise PlanValidationError(f"output is not usable JSON: {json_limit(exc)}") from None
     if body[end:].strip():
         raise PlanValidationError(f"extra text after the JSON: {body[end:end + 40]!r}")
     return value
+
+
+def json_limit(exc: ValueError | RecursionError) -> str:
+    """What a limit of Python's JSON reader refused, beyond syntax: ValueError for an
+    integer of more than `sys.get_int_max_str_digits()` digits, RecursionError for arrays
+    or objects nested past the recursion limit."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return "a number has too many digits"
 
 
 def json_object_lost(text: str) -> bool:
@@ -157,6 +171,8 @@ def json_object_lost(text: str) -> bool:
         _, end = json.JSONDecoder().raw_decode(body)
     except json.JSONDecodeError:
         return False  # not finished yet (or malformed inside: judged at the end)
+    except (ValueError, RecursionError):
+        return True  # past a limit of the JSON reader: the parser refuses it in any case
     tail = body[end:].strip()
     if fenced:
         return not "```".startswith(tail[:3]) or len(tail) > 3
@@ -172,20 +188,29 @@ def _split_reasoning(data: Any, key: str | None) -> tuple[Any, str | None]:
     return data, None
 
 
+def is_no_plan(node: Any) -> bool:
+    """Whether `node` is the refusal call `{"function": "none", "args": {}}`."""
+    return node == {"function": NO_PLAN_FUNCTION, "args": {}}
+
+
 def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
-                     max_steps: int | None = None, refs: bool = False) -> ParsedPlan:
+                     max_steps: int | None = None, refs: bool = False,
+                     decline: bool = False) -> ParsedPlan:
     """`{"input": str, "subtasks": [{"function", "args"}...]}` (optionally with "reasoning").
 
     `refs`: an argument may be a step reference `"$k"` in place of a value of its type;
     a reference to step k >= the current one is rejected here, whatever the grammar
     allowed. Whether step k's result fits is not judged here: the plan check judges it
     (`types.may_fit`) before the plan runs, and with `typed` the grammar already did.
+    `decline`: subtasks that are just the refusal call (`is_no_plan`) parse as declined.
     """
     plan, reasoning = _split_reasoning(_json_payload(text), None)
     if not isinstance(plan, dict) or set(plan) != {"input", "subtasks"}:
         raise PlanValidationError('plan must have exactly "input" and "subtasks"')
     if not isinstance(plan["input"], str) or not isinstance(plan["subtasks"], list):
         raise PlanValidationError('"input" must be a string and "subtasks" a list')
+    if decline and len(plan["subtasks"]) == 1 and is_no_plan(plan["subtasks"][0]):
+        return ParsedPlan(plan=None, reasoning=reasoning, declined=True)
     if not plan["subtasks"] or (max_steps is not None and len(plan["subtasks"]) > max_steps):
         raise PlanValidationError(f"plan has {len(plan['subtasks'])} subtasks")
     by_name, problems = _by_name(tools), []
@@ -208,8 +233,9 @@ def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: st
     problems, relaxed = [], dict(tool.parameters.get("properties", {}))
 
     def check(value: Any, path: str) -> bool:
-        match = _STEP_REF.match(value) if isinstance(value, str) else None
-        if match and int(match[1]) > index:
+        match = _STEP_REF.fullmatch(value) if isinstance(value, str) else None
+        # more digits than `index` is later (and int() refuses thousands of digits)
+        if match and (len(match[1]) > len(str(index)) or int(match[1]) > index):
             problems.append(f"{where}.{path}: reference {value} is not available yet "
                             f"(step {match[1]} runs later)")
         return match is not None
@@ -224,11 +250,14 @@ def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: st
     return problems + args_errors(tool, args, schema)
 
 
-def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4) -> ParsedPlan:
+def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4,
+               decline: bool = False) -> ParsedPlan:
     """A call tree `{"function", "args"}` whose args may be calls whose return type fits
     (`types.fits`, as in the grammar), nested at most `depth` levels; literal arguments
-    validated by JSON Schema."""
+    validated by JSON Schema. `decline`: the refusal call (`is_no_plan`) parses as declined."""
     plan, reasoning = _split_reasoning(_json_payload(text), "plan")
+    if decline and is_no_plan(plan):
+        return ParsedPlan(plan=None, reasoning=reasoning, declined=True)
     problems: list[str] = []
     _check_tree(plan, _by_name(tools), 1, depth, "plan", problems)
     if problems:

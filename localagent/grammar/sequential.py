@@ -23,6 +23,7 @@ from localagent.grammar.common import (
     DEFAULT_BOUNDS,
     cached,
     call_object,
+    no_plan_call,
     render,
     steps_reasoning,
 )
@@ -52,6 +53,7 @@ class _Options:
     groups: list[set[int]]  # the groups of tools each of which the plan calls one of
     inputs: Sequence[str] | None
     bounds: Bounds
+    decline: bool = False
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
@@ -60,6 +62,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     must: Sequence[str] = (), inputs: Sequence[str] | None = None,
                     ordered: bool = False, distinct: bool = False,
                     needs: Sequence[Sequence[str]] = (), typed: bool = False,
+                    decline: bool = False,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -84,6 +87,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     group (`_needed_steps`; not with `must`).
     `typed` (with backward refs, not with `must`): a `$k` stands only where step k's
     result fits the argument (grammar/typed_steps.py).
+    `decline`: the subtasks may instead be the one refusal call `{"function": "none",
+    "args": {}}` (`common.no_plan_call`): no offered function reaches the goal.
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
@@ -94,7 +99,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                "ordered": ordered and refs == "backward",
                "distinct": distinct and refs == "backward",
                "needs": [sorted(g) for g in needs],
-               "typed": typed and refs == "backward" and not must}
+               "typed": typed and refs == "backward" and not must, "decline": decline}
     index = {t.qualified_name: i for i, t in enumerate(tools)}
     if any(name not in index for name in must):
         raise ConstraintError(f"must names functions not offered: {list(must)}")
@@ -108,7 +113,8 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
         typed=bool(options["typed"]),
         last=None if roots is None else {i for i, t in enumerate(tools)
                                          if t.qualified_name in roots},
-        recipe=[index[name] for name in must], groups=groups, inputs=inputs, bounds=bounds)
+        recipe=[index[name] for name in must], groups=groups, inputs=inputs, bounds=bounds,
+        decline=decline)
     return cached("sequential", tools, options, lambda: _source(tools, resolved))
 
 
@@ -124,6 +130,8 @@ def _source(tools: Sequence[ToolSpec], o: _Options) -> str:
         subtasks = _unrolled_subtasks(rules, tools, o)
     else:
         subtasks = _repeated_subtasks(rules, tools, o)
+    if o.decline:
+        subtasks = f"({subtasks}) | {no_plan_call()}"
     start = (rules.string(o.bounds.max_text) if o.inputs is None else
              rules.add("input", " | ".join(lit(jtext(v)) for v in dict.fromkeys(o.inputs))))
     return render("sequential", reasoning=reasoning, input=start,

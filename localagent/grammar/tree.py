@@ -18,6 +18,7 @@ from localagent.grammar.common import (
     DEFAULT_BOUNDS,
     cached,
     call_object,
+    no_plan_call,
     render,
     steps_reasoning,
 )
@@ -41,6 +42,7 @@ class _Options:
     needs: tuple[tuple[str, ...], ...]
     shallow: tuple[str, ...]
     numbers: tuple[float, ...]
+    decline: bool = False
 
 
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
@@ -48,7 +50,7 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
               roots: Sequence[str] | None = None,
               needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
-              numbers: Sequence[float] = (),
+              numbers: Sequence[float] = (), decline: bool = False,
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -78,13 +80,13 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
                "roots": root_names, "needs": needs,
-               "shallow": tuple(sorted(shallow)), "numbers": numbers}
+               "shallow": tuple(sorted(shallow)), "numbers": numbers, "decline": decline}
     resolved = _Options(
         depth=depth, bounds=Bounds(**{**vars(bounds),
                                       "max_items": min(bounds.max_items, max_list)}),
         reasoning_chars=reasoning_chars, reasoning_steps=reasoning_steps, cover=cover,
         groups=options["groups"], roots=root_names, needs=needs, shallow=tuple(shallow),
-        numbers=numbers)
+        numbers=numbers, decline=decline)
     return cached("tree", tools, options, lambda: _TreeBuilder(tools, resolved).build())
 
 
@@ -122,6 +124,8 @@ class _TreeBuilder:
             raise ConstraintError("no function can be called: every argument schema admits "
                                   "no value")
         root = self.rules.define("call_1", " | ".join(calls))
+        if o.decline:
+            root = self.rules.define("plan_or_none", f"{root} | {no_plan_call()}")
         text = steps_reasoning(self.rules, self.tools) if o.reasoning_steps else (
             self.rules.string(o.reasoning_chars, 1) if o.reasoning_chars else "")
         start = (f'"{{\\"reasoning\\": " {text} ", \\"plan\\": " {root} "}}"'

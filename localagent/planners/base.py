@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 TRUNCATION_TEMPERATURE = 0.7
+# Why a run ends when the model wrote the refusal plan (the `decline` technique).
+NO_PLAN_MESSAGE = "declined: the model found that no offered function reaches the goal"
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,18 @@ TREE_SYSTEM = (
     "may be another call whose result is used there, so calls nest: the last operation "
     "is the outermost call and the first lookups are the innermost. Look every fact up "
     "with a function; never invent a number. Use only the functions listed.")
+# With the `decline` technique: the refusal plan the grammar admits (grammar/common.py).
+NO_PLAN = (' If none of the listed functions can reach the goal, the plan is '
+           '{"function": "none", "args": {}}.')
+SEQUENTIAL_NO_PLAN = (' If none of the listed functions can reach the goal, the subtasks '
+                      'are [{"function": "none", "args": {}}].')
 TREE_REASONING = (" First list the steps in \"reasoning\", one function call per step, "
                   "then write the nested \"plan\".")
 
 
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
-                reasoning: bool = True, compact: bool = False) -> list[dict[str, str]]:
+                reasoning: bool = True, compact: bool = False,
+                decline: bool = False) -> list[dict[str, str]]:
     """Chat messages for the tree planner: examples over other functions, the manual, the goal.
 
     Order: what changes least comes first, so consecutive goals share the longest prompt
@@ -63,7 +69,7 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
     def write(ex: SolvedPlan) -> dict[str, Any]:
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
-    system = TREE_SYSTEM + (TREE_REASONING if reasoning else "")
+    system = TREE_SYSTEM + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else "")
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
             f"{_task(goal, tools, compact)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -83,14 +89,16 @@ SEQUENTIAL_REASONING = " First list the steps in \"reasoning\", then write the s
 
 
 def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan],
-                      *, reasoning: bool = True, compact: bool = False) -> list[dict[str, str]]:
+                      *, reasoning: bool = True, compact: bool = False,
+                      decline: bool = False) -> list[dict[str, str]]:
     """Chat messages for the sequential planner (Semantic Kernel BasicPlanner's idea, with
     ReWOO-style `$k` references so that one step can combine two earlier results)."""
     def write(ex: SolvedPlan) -> dict[str, Any]:
         plan = ex.sequential()
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
 
-    system = SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_REASONING if reasoning else "")
+    system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_NO_PLAN if decline else "")
+              + (SEQUENTIAL_REASONING if reasoning else ""))
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
             f"{_task(goal, tools, compact)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -129,14 +137,24 @@ Final Answer: 42
 Begin!"""
 
 
-def react_header(goal: str, tools: Sequence[ToolSpec], chat: Any | None) -> str:
+# With the `decline` technique, the one Final Answer the first ReAct step may give.
+NO_TOOL_ANSWER = "none of the tools can answer this"
+REACT_DECLINE = ("\nIf none of the tools can answer the question, write at once:\n"
+                 "Thought: no tool fits\nFinal Answer: " + NO_TOOL_ANSWER + "\n")
+
+
+def react_header(goal: str, tools: Sequence[ToolSpec], chat: Any | None, *,
+                 decline: bool = False) -> str:
     """The fixed start of every ReAct step's prompt; steps append to it, never rewrite it.
 
     `chat`: the LLM, to render with its chat template (the transcript then continues the
-    assistant's turn), or None for a plain-text prompt.
+    assistant's turn), or None for a plain-text prompt. `decline`: the instructions name
+    the refusal answer (`NO_TOOL_ANSWER`).
     """
     text = REACT_INSTRUCTIONS.format(manual=render_manual(tools),
                                      names=", ".join(t.qualified_name for t in tools))
+    if decline:
+        text = text.replace("\n\nBegin!", REACT_DECLINE + "\nBegin!")
     if chat is None or chat.info.chat_format is None:
         return f"{text}\n\nQuestion: {goal}\n"
     return chat.format_chat([{"role": "system", "content": text},

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
+from localagent.errors import DeclinedError
 from localagent.grammars import (
     Bounds,
     ParsedPlan,
@@ -25,6 +26,7 @@ from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
 from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
+    NO_PLAN_MESSAGE,
     GenerationLog,
     PlannerSettings,
     first_buildable,
@@ -97,7 +99,8 @@ class SequentialPlanner:
         options: dict = {"max_steps": MAX_STEPS, "bounds": BOUNDS, "pipe": t.pipe,
                          "refs": "backward" if t.backrefs else "any", "reasoning_steps": t.steps,
                          "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0,
-                         "ordered": t.ordered, "distinct": t.distinct, "typed": t.typed}
+                         "ordered": t.ordered, "distinct": t.distinct, "typed": t.typed,
+                         "decline": t.decline}
         asked = self._asked(goal)
         if asked and tools is not None:  # a recipe: a pure pipe, from a phrase of the goal
             options.update(must=asked.required, inputs=asked.phrases, pipe=True)
@@ -113,11 +116,13 @@ class SequentialPlanner:
         t = self.techniques
         shown = self.tools if tools is None else tools
         return sequential_prompt(goal, shown, choose_examples(goal, t),
-                                 reasoning=t.shows_reasoning, compact=t.compact)
+                                 reasoning=t.shows_reasoning, compact=t.compact,
+                                 decline=t.decline)
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""
-        return parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True)
+        return parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True,
+                                decline=self.techniques.decline)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedSequence | None = None, error: str = "",
@@ -134,4 +139,6 @@ class SequentialPlanner:
             lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
             give_up=json_object_lost)
+        if parsed.declined:
+            raise DeclinedError(NO_PLAN_MESSAGE)
         return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])

@@ -30,6 +30,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | decline       | tools              | with grounded: the model first writes a few tokens freely; |
 |               |                    | a reply that opens no call ends the run declined ("no     |
 |               |                    | offered tool fits", no answer)                            |
+|               | tree, sequential   | the grammar also admits the refusal plan (the pseudo-     |
+|               |                    | function `none`, alone); writing it ends the run declined |
+|               | react              | the first step may also be the Final Answer "none of the  |
+|               |                    | tools can answer this": the run ends declined             |
 | cover         | react, tools       | no answer until every enum value the goal names (a city,  |
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |

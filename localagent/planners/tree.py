@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localagent.constraint import Constraint
+from localagent.errors import DeclinedError
 from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
+    NO_PLAN_MESSAGE,
     GenerationLog,
     PlannerSettings,
     first_buildable,
@@ -85,7 +87,7 @@ class TreePlanner:
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
-                   "shallow": arithmetic(shown) if t.shallow else ()}
+                   "shallow": arithmetic(shown) if t.shallow else (), "decline": t.decline}
         roots = answer_roots(goal, shown) if t.answer and goal else None
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
@@ -102,11 +104,12 @@ class TreePlanner:
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         examples = choose_examples(goal, self.techniques)
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
-                           reasoning=self.reasoning, compact=self.techniques.compact)
+                           reasoning=self.reasoning, compact=self.techniques.compact,
+                           decline=self.techniques.decline)
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""
-        return parse_tree(text, tools, depth=self.depth)
+        return parse_tree(text, tools, depth=self.depth, decline=self.techniques.decline)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedTree | None = None, error: str = "",
@@ -121,5 +124,7 @@ class TreePlanner:
             self.llm, messages, lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
             give_up=json_object_lost)
+        if parsed.declined:
+            raise DeclinedError(NO_PLAN_MESSAGE)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
                            log=log, text=log.raw[-1])

@@ -1,0 +1,116 @@
+"""The `decline` technique in every planner: an explicit refusal that the grammar admits.
+
+Tree and sequential plans may be the refusal call `{"function": "none", "args": {}}`; the
+first ReAct step may be the Final Answer `NO_TOOL_ANSWER`. Either ends the run with no
+answer, a `declined: ...` reason and no tool called. Without the technique the grammar
+admits neither, and the parser reads `none` as the unknown function it is.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from localagent import grammars as G
+from localagent.agent import Agent
+from localagent.errors import DeclinedError, PlanValidationError
+from localagent.grammar.samples import demo_tools
+from localagent.llm.constrained import matches
+from localagent.llm.scripted import ScriptedLLM
+from localagent.planners.base import NO_PLAN_MESSAGE, PlannerSettings
+from localagent.planners.prompts import NO_TOOL_ANSWER
+from localagent.planners.techniques import TechniqueChanges, Techniques
+from localagent.planners.tree import TreePlanner
+from localagent.tools.registry import default_registry
+
+TOOLS = demo_tools()
+NONE = {"function": "none", "args": {}}
+INVOICE = {"function": "DemoPlugin.GetInvoice", "args": {"company": "Acme"}}
+
+
+def j(value: object) -> str:
+    return json.dumps(value)
+
+
+def test_tree_grammar_admits_the_refusal_only_with_decline() -> None:
+    plain, declining = G.tree_plan(TOOLS), G.tree_plan(TOOLS, decline=True)
+    assert not matches(plain, j(NONE))
+    assert matches(declining, j(NONE)) and matches(declining, j(INVOICE))
+    # `none` is a plan of its own, never an argument or a call with arguments
+    assert not matches(declining, j({"function": "none", "args": {"x": 1}}))
+    assert not matches(declining, j({"function": "DemoPlugin.Total",
+                                     "args": {"value1": NONE, "value2": 1}}))
+    assert G.parse_tree(j(NONE), TOOLS, decline=True).declined
+    with pytest.raises(PlanValidationError, match="unknown function 'none'"):
+        G.parse_tree(j(NONE), TOOLS)
+
+
+def test_sequential_grammar_admits_the_refusal_as_the_only_subtask() -> None:
+    plain = G.sequential_plan(TOOLS, refs="backward")
+    declining = G.sequential_plan(TOOLS, refs="backward", decline=True)
+    refusal = {"input": "", "subtasks": [NONE]}
+    assert not matches(plain, j(refusal)) and matches(declining, j(refusal))
+    assert not matches(declining, j({"input": "", "subtasks": [INVOICE, NONE]}))
+    assert matches(declining, j({"input": "", "subtasks": [INVOICE]}))
+    assert G.parse_sequential(j(refusal), TOOLS, refs=True, decline=True).declined
+    with pytest.raises(PlanValidationError):
+        G.parse_sequential(j(refusal), TOOLS, refs=True)
+
+
+def test_react_first_step_may_decline_with_the_one_refusal_answer() -> None:
+    c = G.react_step(TOOLS, allowed_finals=[NO_TOOL_ANSWER])
+    assert matches(c, f"Thought: no tool fits\nFinal Answer: {NO_TOOL_ANSWER}")
+    assert not matches(c, "Thought: I know\nFinal Answer: 42")
+    assert matches(c, 'Thought: look\nAction: DemoPlugin.GetInvoice\nAction Input: '
+                      '{"company": "Acme"}')
+
+
+@pytest.mark.parametrize("planner,output", [
+    ("tree", j(NONE)),
+    ("sequential", j({"input": "", "subtasks": [NONE]})),
+    ("react", f"Thought: no tool fits\nFinal Answer: {NO_TOOL_ANSWER}"),
+])
+def test_a_declined_run_has_no_answer_a_reason_and_calls_nothing(planner: str,
+                                                                  output: str) -> None:
+    llm = ScriptedLLM([output])
+    agent = Agent(llm, examples=True, techniques="+decline")
+    result = agent.run("What is the capital of France?", planner=planner)
+    assert result.answer is None and not result.ok
+    assert result.error is not None and result.error.startswith("declined:")
+    assert result.stop_reason == result.error
+    assert not any(s.get("function") for s in result.steps)  # no tool was called
+    prompt = llm.requests[0].prompt
+    assert ("none" in prompt) and (NO_TOOL_ANSWER in prompt or '"none"' in prompt)
+
+
+def test_the_refusal_prompt_and_grammar_are_only_there_with_decline() -> None:
+    specs = default_registry(examples=True).specs()
+    plain = TreePlanner(ScriptedLLM([]), specs, PlannerSettings(techniques=Techniques()))
+    declining = TreePlanner(ScriptedLLM([]), specs,
+                            PlannerSettings(techniques=Techniques(decline=True)))
+    goal = "What is the total of the invoices of A and C?"
+    assert '"none"' not in plain.messages(goal)[0]["content"]
+    assert '"none"' in declining.messages(goal)[0]["content"]
+    assert not matches(plain.constraint(goal=goal), j(NONE))
+    assert matches(declining.constraint(goal=goal), j(NONE))
+
+
+def test_plan_only_raises_declined() -> None:
+    agent = Agent(ScriptedLLM([j(NONE)]), examples=True, techniques="+decline")
+    with pytest.raises(DeclinedError, match=NO_PLAN_MESSAGE):
+        agent.plan("What is the capital of France?")
+
+
+@pytest.mark.parametrize("planner", ["tree", "sequential"])
+def test_each_default_plan_grammar_with_decline_admits_the_refusal(planner: str) -> None:
+    from localagent.planners.sequential import SequentialPlanner
+
+    specs = [s for s in default_registry(examples=True).specs()
+             if s.plugin in ("DemoPlugin", "MathPlugin")]
+    cls = TreePlanner if planner == "tree" else SequentialPlanner
+    settings = PlannerSettings(techniques=TechniqueChanges.parse("+decline"))
+    p = cls(ScriptedLLM([]), specs, settings)
+    goal = "What is the total of the invoices of A and C?"
+    refusal = NONE if planner == "tree" else {"input": "", "subtasks": [NONE]}
+    assert matches(p.constraint(p.tools_for(goal), goal), j(refusal))
