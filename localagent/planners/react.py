@@ -33,10 +33,11 @@ from localagent.planners.base import (
 from localagent.planners.coverage import Coverage
 from localagent.planners.grounding import grounded_answers
 from localagent.planners.mentions import anchor_to_goal
-from localagent.planners.prompts import react_header
+from localagent.planners.prompts import NO_TOOL_ANSWER, react_header
 from localagent.tools.spec import ToolSpec
 
 STOP = ("\nObservation:",)
+NO_TOOL_MESSAGE = "declined: the model answered that no offered tool answers the question"
 OBSERVATION_CHARS = 600
 
 
@@ -98,18 +99,23 @@ class ReactPlanner:
 
     def next_step(self, prompt: str, final_only: bool, log: GenerationLog,
                   finals: list[str] | None = None,
-                  tools: list[ToolSpec] | None = None, must_act: bool = False) -> ReactStep:
+                  tools: list[ToolSpec] | None = None, must_act: bool = False,
+                  may_decline: bool = False) -> ReactStep:
         """The model's next step after `prompt` (the header plus the transcript so far).
 
         `finals`: with grounded answers, the values a Final Answer may restate ([]: none
         observed yet, so the step must act unless it is the last one); None: free text.
         `tools`: the functions as this step may call them (narrowed by `mentions`).
         `must_act`: no Final Answer in this step (unless it is the last one: `cover`).
+        `may_decline` (the `decline` technique, first step): besides an action, the only
+        Final Answer admitted is the refusal `NO_TOOL_ANSWER`.
         """
         tools = self.tools if tools is None else tools
         if not self.reuse_cache and hasattr(self.llm, "reset_cache"):
             self.llm.reset_cache()
-        if must_act and not final_only:
+        if may_decline and not must_act and not final_only:
+            constraint = react_step(tools, allowed_finals=[NO_TOOL_ANSWER])
+        elif must_act and not final_only:
             constraint = react_step(tools, allow_final=False)
         elif finals is not None and (finals or not final_only):
             constraint = react_step(tools, final_only=final_only,
@@ -140,7 +146,7 @@ class ReactPlanner:
             on_event: Callable[[Any], None] | None = None) -> ReactOutcome:
         out = ReactOutcome(answer=None)
         emit = _emitter(out, on_event)
-        prompt = react_header(goal, self.tools, self.llm)
+        prompt = react_header(goal, self.tools, self.llm, decline=self.techniques.decline)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded
         t = self.techniques
@@ -156,8 +162,13 @@ class ReactPlanner:
             step = self.next_step(prompt, final_only=i == max_iterations
                                   or coverage.finished(must_call), log=out.log,
                                   finals=finals, tools=must_call or step_tools,
-                                  must_act=bool(must_call))
+                                  must_act=bool(must_call), may_decline=t.decline and i == 1)
             prompt += step_text(step)
+            if t.decline and i == 1 and step.final_answer == NO_TOOL_ANSWER:
+                out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
+                emit("react_step", {**out.turns[-1].to_dict(), "declined": True})
+                out.stop_reason = NO_TOOL_MESSAGE
+                return out
             if step.final_answer is not None:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
                 emit("react_step", out.turns[-1].to_dict())
