@@ -97,6 +97,8 @@ def _arg_to_raw(arg: Any) -> Any:
         return arg.model_dump(mode="json")
     if isinstance(arg, tuple):
         return [_arg_to_raw(item) for item in arg]
+    if isinstance(arg, str) and Ref.parse(arg) is not None:  # a literal, not a reference
+        return {"kind": "value", "value": arg}
     return arg
 
 
@@ -106,6 +108,8 @@ def plan_from_json(text: str) -> SequentialPlan | TreePlan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlanProblemsError([f"plan: not valid JSON ({exc})"]) from None
+    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
+        raise PlanProblemsError([_TOO_LONG]) from None
     except RecursionError:
         raise PlanProblemsError([_TOO_DEEP]) from None
     return plan_from_dict(data)
@@ -120,6 +124,7 @@ def plan_from_dict(data: Any) -> SequentialPlan | TreePlan:
 
 
 _TOO_DEEP = "plan: nested too deeply to read"
+_TOO_LONG = "plan: a number has too many digits to read"
 
 
 def _plan_from_dict(data: Any) -> SequentialPlan | TreePlan:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union
 
@@ -58,7 +59,11 @@ class Ref(_Node):
     @property
     def step(self) -> int | None:
         """The 1-based step number this reference names, or None for a variable."""
-        return int(self.name) if self.name.isdigit() else None
+        if not self.name.isdigit():
+            return None
+        # int() refuses thousands of digits (sys.get_int_max_str_digits); so many are past
+        # the steps of any plan
+        return int(self.name) if len(self.name) <= 18 else sys.maxsize
 
     def __str__(self) -> str:
         return f"{self.sigil}{self.name}"
@@ -66,7 +71,7 @@ class Ref(_Node):
     @staticmethod
     def parse(text: str) -> Ref | None:
         """The reference `text` spells exactly, or None if it is an ordinary string."""
-        match = _REF_RE.match(text)
+        match = _REF_RE.fullmatch(text)  # not .match: "$" would also match before a "\n"
         if match is None:
             return None
         if match["ev"] is not None:

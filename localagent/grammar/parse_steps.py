@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 from localagent.errors import InvalidPlanError, PlanValidationError
 from localagent.grammar.common import HERMES, CallFormat
-from localagent.grammar.parse import ReactStep, ToolCall, ToolCallTurn, args_errors
+from localagent.grammar.parse import (
+    ReactStep,
+    ToolCall,
+    ToolCallTurn,
+    args_errors,
+    json_limit,
+)
 from localagent.tools.spec import ToolSpec
 
 _REACT = re.compile(
@@ -39,6 +45,8 @@ def _one_json(text: str, where: str) -> object:
         value, end = json.JSONDecoder().raw_decode(text.strip())
     except json.JSONDecodeError as exc:
         raise PlanValidationError(f"{where}: not JSON ({exc.msg})") from exc
+    except (ValueError, RecursionError) as exc:
+        raise PlanValidationError(f"{where}: not usable JSON ({json_limit(exc)})") from None
     if text.strip()[end:].strip():
         raise PlanValidationError(f"{where}: extra text after the JSON")
     return value

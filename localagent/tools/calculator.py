@@ -157,7 +157,7 @@ def _call(node: ast.Call, depth: int) -> Number:
         )
     try:
         return func(*args)
-    except (ValueError, OverflowError, TypeError) as exc:
+    except (ValueError, OverflowError, TypeError, ZeroDivisionError) as exc:  # log(x, 1)
         raise CalculatorError(f"{node.func.id}({', '.join(map(_short, args))}): {exc}") from None
 
 
