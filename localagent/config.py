@@ -115,6 +115,35 @@ def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
 
+def _commands(value: Any) -> list[str]:
+    """MCP server commands: a list of strings (flags, the config file) or, from the
+    environment, a JSON list of strings or one command."""
+    import json
+    import shlex
+
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else [text] if text else []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ValueError('expected a list of commands such as ["python server.py"]')
+    for command in value:
+        if not shlex.split(command):  # ValueError for an unbalanced quote
+            raise ValueError("an MCP server command is empty")
+    return [c.strip() for c in value]
+
+
+def _chroma_url(value: Any) -> str:
+    from localagent.retrieval.server import ChromaServer
+
+    text = value.strip() if isinstance(value, str) else _text(value)
+    if not text:
+        return ""
+    try:
+        return ChromaServer.parse(text).url
+    except UsageError as exc:
+        raise ValueError(str(exc).split(": ", 1)[-1]) from None
+
+
 def _base_url(value: Any) -> str:
     text = value.strip() if isinstance(value, str) else _text(value)
     if text and not text.lower().startswith(("http://", "https://")):
@@ -203,6 +232,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: False,
     ),
     SettingDef(
+        "mcp",
+        "LOCALAGENT_MCP",
+        "MCP servers to start, their tools offered as plugins: a list of commands such as "
+        '["python server.py"] (environment: a JSON list or one command)',
+        _commands,
+        lambda _: [],
+    ),
+    SettingDef(
         "threads",
         "LOCALAGENT_THREADS",
         "llama.cpp threads (0: one per physical core; on a busy machine fewer can be faster)",
@@ -237,6 +274,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         "the tool index (Chroma)",
         _path,
         lambda items: items["home"].value / "index",
+    ),
+    SettingDef(
+        "chroma_url",
+        "LOCALAGENT_CHROMA_URL",
+        "a Chroma server for the tool index instead of index_dir, such as "
+        "http://127.0.0.1:8000 (empty: the local folder; docs/deployment.md)",
+        _chroma_url,
+        lambda _: "",
     ),
 )
 BY_NAME: dict[str, SettingDef] = {s.name: s for s in SETTINGS}
@@ -328,6 +373,11 @@ def apply_config_file(env: MutableMapping[str, str] | None = None) -> list[str]:
         if target.get(spec.env):
             continue
         value = _parse(spec, raw, f"config {config_path(target)}", {})
-        target[spec.env] = str(value).lower() if isinstance(value, bool) else str(value)
+        if isinstance(value, list):  # the one list setting (mcp): JSON, as _commands reads
+            import json
+
+            target[spec.env] = json.dumps(value)
+        else:
+            target[spec.env] = str(value).lower() if isinstance(value, bool) else str(value)
         set_now.append(spec.env)
     return set_now

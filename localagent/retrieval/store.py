@@ -88,6 +88,20 @@ def _close(client: Any) -> None:
             SharedSystemClient.clear_system_cache()
 
 
+def _drop_system(path: Path) -> None:
+    """Forget Chroma's cached `System` for `path`. Chroma keeps one per folder per process
+    (`SharedSystemClient`, keyed by the folder); after a failed open it is half-started,
+    and every later `PersistentClient` on the folder would reuse the broken one."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for key in {str(path), str(path.resolve())}:
+        system = SharedSystemClient._identifier_to_system.pop(key, None)
+        SharedSystemClient._identifier_to_refcount.pop(key, None)
+        if system is not None:
+            with suppress(Exception):
+                system.stop()
+
+
 # --- on disk -------------------------------------------------------------------------------
 
 
@@ -239,6 +253,7 @@ class LocalStore:
         entry = _OPEN.pop(self.location, None)
         if entry is not None:
             _close(entry.client)
+        _drop_system(self.path)
 
     @contextmanager
     def session(self, probe: Probe, *, write: bool = False) -> Iterator[tuple[Any, bool]]:
@@ -281,6 +296,7 @@ class LocalStore:
                 return client
             except BaseException as exc:
                 _close(client)
+                _drop_system(self.path)
                 text = describe(exc)
                 if _passes_through(exc) or _unwritable(text) or _busy(text):
                     with self.errors("open"):
