@@ -18,7 +18,7 @@ from hypothesis import settings
 
 # Property tests (tests/test_fuzz_*.py): "ci" (the default) is bounded and deterministic, so
 # CI time stays fixed; HYPOTHESIS_PROFILE=fuzz explores much longer with fresh examples.
-settings.register_profile("ci", max_examples=50, deadline=None, derandomize=True, database=None)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, database=None)
 settings.register_profile("fuzz", max_examples=2000, deadline=None, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
