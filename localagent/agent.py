@@ -14,11 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from localagent.errors import LocalAgentError, PlanningError, UsageError
+from typing_extensions import Self
+
+from localagent.errors import DeclinedError, LocalAgentError, PlanningError, UsageError
 from localagent.executor import ExecutionPolicy, Executor
 from localagent.llm.base import LLM, Usage
 from localagent.plan import SequentialPlan, TreePlan, plan_to_dict
 from localagent.planners.base import (
+    NO_PLAN_MESSAGE,
     GenerationLog,
     MeteredLLM,
     PlannerSettings,
@@ -87,6 +90,9 @@ class Agent:
     side-effect calls never run and get a placeholder value; read-only calls run.
     Each `run` has its own `SideEffectLedger`: a side-effect call runs at most once per
     distinct call (function + arguments) in it, across votes, re-plans and loop steps.
+    `mcp`: commands of MCP servers ("python server.py", split like a shell would) started
+    now, each a plugin named after the server (`localagent/tools/mcp.py`), within
+    `mcp_timeout` seconds each; they run until `close()` (or the end of a `with` block).
     """
 
     def __init__(
@@ -104,6 +110,8 @@ class Agent:
         techniques: Techniques | TechniqueChanges | str | None = None,
         approve: Approve | None = None,
         dry_run: bool = False,
+        mcp: Sequence[str | Sequence[str]] = (),
+        mcp_timeout: float | None = None,
     ) -> None:
         from localagent.tools.registry import default_registry
 
@@ -122,6 +130,22 @@ class Agent:
             plugins, llm=lambda: self.llm, examples=examples)
         if registry is not None:
             registry.llm = lambda: self.llm
+        self._mcp: Any = None
+        if mcp:  # all servers' tools, or none of them (McpServerError, exit code 2)
+            from localagent.tools.mcp import connect_servers
+
+            self._mcp = connect_servers(mcp, self.registry, start_timeout=mcp_timeout)
+
+    def close(self) -> None:
+        """Stop the MCP servers this agent started (idempotent; the model stays loaded)."""
+        if self._mcp is not None:
+            self._mcp.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def llm(self) -> MeteredLLM:
@@ -178,7 +202,8 @@ class Agent:
                 return self._run_plan(ctx, on_event)
             return self._run_loop(ctx, max_iterations, on_event)
         except PlanningError as exc:
-            return ctx.result(None, None, [], error=exc.one_line())
+            declined = exc.one_line() if isinstance(exc, DeclinedError) else ""
+            return ctx.result(None, None, [], error=exc.one_line(), stop_reason=declined)
         except LocalAgentError as exc:
             if exc.exit_code == 2:
                 raise
@@ -193,7 +218,8 @@ class Agent:
                                on_event)
         chosen = run.chosen or (run.attempts[-1] if run.attempts else None)
         if chosen is None:
-            raise PlanningError(run.error or "no plan")
+            error = run.error or "no plan"
+            raise (DeclinedError if error == NO_PLAN_MESSAGE else PlanningError)(error)
         result = chosen.result
         steps = [e.to_dict() for e in result.events] if result is not None else []
         reason = f"{len(run.attempts)} plan(s) executed" if len(run.attempts) > 1 else ""

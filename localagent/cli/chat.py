@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import typer
+
 from localagent.cli import app
 from localagent.cli.common import console, err_console, handle_errors
 from localagent.cli.run import (
@@ -25,6 +27,7 @@ from localagent.cli.run import (
     INCLUDE_OPT,
     MAX_ITERATIONS_OPT,
     MAX_TOOLS_OPT,
+    MCP_OPT,
     MODEL_OPT,
     PLANNER_OPT,
     PLUGINS_OPT,
@@ -91,8 +94,13 @@ class ChatSession:
             if not arg:
                 raise UsageError("/model takes a catalog name or a .gguf path")
             agent = self.make_agent(arg)
-            loaded = agent.llm.info.name  # load now: a bad name fails here, the old model stays
-            self.agent, self.model = agent, arg
+            try:
+                loaded = agent.llm.info.name  # load now: a bad name fails here, the old one stays
+            except BaseException:
+                agent.close()  # its MCP servers
+                raise
+            old, self.agent, self.model = self.agent, agent, arg
+            old.close()
             console.print(f"model: {loaded}", highlight=False)
         elif name == "/tools":
             specs = self.agent.tools_for(arg) if arg else self.agent.registry.specs()
@@ -156,9 +164,11 @@ def _history() -> Callable[[], None] | None:
 @app.command("chat", help=_HELP)
 @handle_errors
 def chat_command(
+    ctx: typer.Context,
     planner: str | None = PLANNER_OPT,
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
+    mcp: list[str] | None = MCP_OPT,
     examples: bool | None = EXAMPLES_OPT,
     max_iterations: int | None = MAX_ITERATIONS_OPT,
     threads: int | None = THREADS_OPT,
@@ -176,7 +186,7 @@ def chat_command(
     if planner is not None and planner not in PLANNERS:
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
-                    techniques=techniques, examples=examples, threads=threads)
+                    techniques=techniques, examples=examples, threads=threads, mcp=mcp or None)
     flt = _filter(threshold, max_tools, include, exclude, exclude_plugin)
 
     def make_agent(name: str | None) -> Any:
@@ -184,6 +194,7 @@ def chat_command(
 
     session = ChatSession(make_agent, cfg.value("planner"), cfg.value("model"),
                           cfg.value("max_iterations"))
+    ctx.call_on_close(lambda: session.agent.close())  # its MCP servers, at the end
     answered = unanswered = 0
     for line in read_lines("goal> "):
         if not line.strip():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from localagent.cli.common import console, err_console, handle_errors
+from localagent.cli.mcp_option import MCP_OPT
 from localagent.cli.tools import EXAMPLES_OPT, PLUGINS_HELP, _registry, tools_app
 
 if TYPE_CHECKING:
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
     from localagent.tools.spec import ToolSpec
 
 
-def _specs(plugins: Sequence[str] | None, examples: bool | None) -> list[ToolSpec]:
-    return list(_registry(list(plugins or []), examples).specs())
+def _specs(plugins: Sequence[str] | None, examples: bool | None,
+           mcp: list[str] | None = None, ctx: typer.Context | None = None) -> list[ToolSpec]:
+    return list(_registry(list(plugins or []), examples, mcp=mcp, ctx=ctx).specs())
 
 
 def _sync_with_progress(index: ToolIndex, specs: Sequence[ToolSpec], prune: bool) -> SyncReport:
@@ -52,8 +54,10 @@ def _report_line(report: SyncReport, index: ToolIndex) -> str:
 @tools_app.command("index")
 @handle_errors
 def index_command(
+    ctx: typer.Context,
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
+    mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
     rebuild: bool = typer.Option(
         False, "--rebuild", help="Delete the index folder (with LOCALAGENT_CHROMA_URL: this embedding model's "
         "collection on the server) and embed every function again."
@@ -67,7 +71,7 @@ def index_command(
     """
     from localagent.retrieval.index import ToolIndex
 
-    specs = _specs(plugins, examples)
+    specs = _specs(plugins, examples, mcp, ctx)
     index = ToolIndex(rebuild=rebuild)
     report = _sync_with_progress(index, specs, prune=True)
     console.print(_report_line(report, index), markup=False, highlight=False)
@@ -76,10 +80,12 @@ def index_command(
 @tools_app.command("search")
 @handle_errors
 def search_command(
+    ctx: typer.Context,
     query: str = typer.Argument(..., help="What you want to do, in words."),
     top_k: int = typer.Option(10, "--top-k", min=1, help="How many functions to show."),
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
+    mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
 ) -> None:
     """Show the functions closest in meaning to QUERY, with their similarity scores.
 
@@ -89,7 +95,7 @@ def search_command(
 
     from localagent.retrieval.index import ToolIndex
 
-    specs = _specs(plugins, examples)
+    specs = _specs(plugins, examples, mcp, ctx)
     index = ToolIndex()
     _sync_with_progress(index, specs, prune=False)
     by_name = {s.qualified_name: s for s in specs}

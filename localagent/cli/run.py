@@ -15,6 +15,7 @@ import typer
 
 from localagent.cli import app
 from localagent.cli.common import EXAMPLES_HELP, console, handle_errors
+from localagent.cli.mcp_option import MCP_OPT, close_at_end
 
 _RUN_HELP = """Reach a goal with the tools: plan with the model, then execute.
 
@@ -90,7 +91,8 @@ def _agent(cfg: Any, plugins: list[str] | None, flt: Any, model: Any = None,
     source = _model(model or cfg.value("model"), cfg.value("threads"))
     return Agent(_verbose_model(source) if verbose else source, plugins or (), filter=flt,
                  constrain=cfg.value("constrain"), techniques=cfg.value("techniques"),
-                 examples=cfg.value("examples"), approve=cli_approver(yes), dry_run=dry_run)
+                 examples=cfg.value("examples"), approve=cli_approver(yes), dry_run=dry_run,
+                 mcp=cfg.value("mcp"))
 
 
 TECHNIQUES_OPT = typer.Option(
@@ -127,10 +129,12 @@ def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
 @app.command("run", help=_RUN_HELP)
 @handle_errors
 def run_command(
+    ctx: typer.Context,
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
     planner: str | None = PLANNER_OPT,
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
+    mcp: list[str] | None = MCP_OPT,
     examples: bool | None = EXAMPLES_OPT,
     max_iterations: int | None = MAX_ITERATIONS_OPT,
     threads: int | None = THREADS_OPT,
@@ -161,10 +165,11 @@ def run_command(
         raise UsageError("--verbose and --quiet exclude each other")
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
                     constrain=False if no_constrain else None, techniques=techniques,
-                    examples=examples, threads=threads)
+                    examples=examples, threads=threads, mcp=mcp or None)
     planner, max_iterations = cfg.value("planner"), cfg.value("max_iterations")
     agent = _agent(cfg, plugins, _filter(threshold, max_tools, include, exclude, exclude_plugin),
                    verbose=verbose, yes=yes, dry_run=dry_run)
+    close_at_end(ctx, agent)  # its MCP servers stop when the command ends
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
@@ -220,11 +225,13 @@ def _print_answer_only(result: Any) -> None:
 @app.command("plan", help=_PLAN_HELP)
 @handle_errors
 def plan_command(
+    ctx: typer.Context,
     goal: str = typer.Argument(..., help="What to achieve, in plain words."),
     planner: str | None = typer.Option(None, "--planner", help="sequential | tree "
                                        "(default: from config if a plan planner, else tree)"),
     model: str | None = MODEL_OPT,
     plugins: list[str] | None = PLUGINS_OPT,
+    mcp: list[str] | None = MCP_OPT,
     examples: bool | None = EXAMPLES_OPT,
     no_constrain: bool = typer.Option(False, "--no-constrain",
                                       help="Generate without grammars (to compare)."),
@@ -243,11 +250,12 @@ def plan_command(
     if planner is not None and planner not in ("tree", "sequential"):
         raise UsageError(f"--planner must be tree or sequential for a plan, not {planner!r}")
     cfg = _settings(model=model, constrain=False if no_constrain else None,
-                    techniques=techniques, examples=examples, threads=threads)
+                    techniques=techniques, examples=examples, threads=threads, mcp=mcp or None)
     if planner is None:
         configured = cfg.value("planner")
         planner = configured if configured in ("tree", "sequential") else "tree"
     agent = _agent(cfg, plugins, _filter(threshold, max_tools, include, exclude, exclude_plugin))
+    close_at_end(ctx, agent)
     if show_tools:
         _show_tools(agent, goal, err_console)
     plan = agent.plan(goal, planner=planner)

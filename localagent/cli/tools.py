@@ -13,6 +13,7 @@ import typer
 
 from localagent.cli import app
 from localagent.cli.common import EXAMPLES_HELP, console, handle_errors, use_examples
+from localagent.cli.mcp_option import MCP_OPT
 from localagent.errors import LocalAgentError, RuntimeFailure, UsageError
 
 if TYPE_CHECKING:
@@ -34,9 +35,14 @@ EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP
 
 
 def _registry(
-    plugins: list[str] | None, examples: bool | None, model: str | None = None
+    plugins: list[str] | None, examples: bool | None, model: str | None = None,
+    mcp: list[str] | None = None, ctx: typer.Context | None = None,
 ) -> ToolRegistry:
-    """The built-ins, the example plugins if asked for (flag, env or config), `plugins`."""
+    """The built-ins, the example plugins if asked for (flag, env or config), `plugins`,
+    and the tools of the MCP servers (`--mcp`, else config `mcp`), which stop when the
+    command of `ctx` ends (without a `ctx`, no server is started)."""
+    from localagent.cli.mcp_option import close_at_end, mcp_commands
+    from localagent.tools.mcp import connect_servers
     from localagent.tools.registry import default_registry
 
     def load_model() -> Any:
@@ -44,21 +50,27 @@ def _registry(
 
         return load_llm(model)
 
-    return default_registry(plugins or [], llm=load_model, examples=use_examples(examples))
+    registry = default_registry(plugins or [], llm=load_model, examples=use_examples(examples))
+    commands = mcp_commands(mcp) if ctx is not None else []
+    if commands:
+        close_at_end(ctx, connect_servers(commands, registry))
+    return registry
 
 
 @tools_app.command("list")
 @handle_errors
 def list_tools(
+    ctx: typer.Context,
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
+    mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
     as_json: bool = typer.Option(False, "--json", help="Print the specs as JSON instead."),
 ) -> None:
     """Show every function with its arguments, return type and description.
 
     Example: localagent tools list --plugins localagent/samples/prompt_plugins
     """
-    specs = _registry(plugins, examples).specs()
+    specs = _registry(plugins, examples, mcp=mcp, ctx=ctx).specs()
     if as_json:
         typer.echo(json.dumps([_spec_dict(s) for s in specs], indent=2, ensure_ascii=False))
         return
@@ -97,12 +109,14 @@ def _spec_dict(spec: ToolSpec) -> dict[str, Any]:
 @tools_app.command("call")
 @handle_errors
 def call_tool(
+    ctx: typer.Context,
     function: str = typer.Argument(..., help="The function, as Plugin.Function."),
     arg: Optional[list[str]] = typer.Option(  # noqa: UP045
         None, "--arg", "-a", help="An argument as name=value (repeatable); JSON values accepted."
     ),
     plugins: Optional[list[str]] = typer.Option(None, "--plugins", "-p", help=PLUGINS_HELP),  # noqa: UP045
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
+    mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
     model: Optional[str] = typer.Option(  # noqa: UP045
         None,
         "--model",
@@ -119,7 +133,7 @@ def call_tool(
 
     Example: localagent tools call DemoPlugin.GetInvoice --arg company=C --examples
     """
-    registry = _registry(plugins, examples, model)
+    registry = _registry(plugins, examples, model, mcp, ctx)
     spec = registry.spec(function)
     args = parse_cli_args(arg or [], spec)
     registry.validate_args(function, args)  # bad arguments: exit 2 before anything runs
