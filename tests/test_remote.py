@@ -287,3 +287,17 @@ def test_cli_refuses_a_server_that_ignores_grammars_with_exit_2(free_text_server
     assert len(lines) == 1 and "does not enforce grammars" in lines[0]
     assert "Hello there!" in lines[0] and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_load_llm_sends_names_to_base_url_and_refuses_a_free_text_server(
+        free_text_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from localagent.errors import ModelNotFoundError
+    from localagent.llm import load_llm
+
+    monkeypatch.setenv("LOCALAGENT_BASE_URL", free_text_server)
+    monkeypatch.setenv("LOCALAGENT_SERVER_KIND", "llama-server")
+    with pytest.raises(UsageError, match="does not enforce grammars") as info:
+        load_llm(MODEL)
+    assert "LLAMA_LLGUIDANCE=ON" in info.value.one_line()
+    with pytest.raises(ModelNotFoundError):  # a .gguf path stays local
+        load_llm("no/such/model.gguf")

@@ -157,6 +157,12 @@ def test_chat_completions_render_with_the_models_template(scripted_server: Any) 
                                                         "<|IM_START|>ASSISTANT\n"
 
 
+def test_serve_refuses_a_server_url_as_its_model() -> None:
+    result = run_cli("serve", "--model", "http://127.0.0.1:9/v1#m", timeout=60)
+    assert result.returncode == 2 and "needs a local model" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 # --- the real `localagent serve` ------------------------------------------------------------
 
 
