@@ -36,11 +36,10 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import assert_never
 
 from localagent.budget import Budget, BudgetSpent
-from localagent.errors import LocalAgentError
 from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
 from localagent.grammar.types import as_text, passed_as_text
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
-from localagent.side_effects import Recorded, SideEffectLedger, ToolCallRequest
+from localagent.side_effects import Recorded, SideEffectLedger, ToolCallRequest, effect_request
 from localagent.tools.spec import ToolError, ToolResult
 from localagent.trace import (
     CallCancelled,
@@ -271,7 +270,7 @@ class Executor:
 
     async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
                       parent_id: int | None, path: str, run: _Run) -> Any:
-        request = self._effect_request(function, args)
+        request = effect_request(self.registry, function, args)
         if request is None:
             return await self._run_tool(function, args, call_id, parent_id, path, run)
         async with self.effects.guard():  # one side-effect call at a time
@@ -286,19 +285,6 @@ class Executor:
                 return self._replay(decided, source, args, call_id, parent_id, path, run)
             return await self._run_tool(function, args, call_id, parent_id, path, run,
                                         request)
-
-    def _effect_request(self, function: str, args: dict[str, Any]) -> ToolCallRequest | None:
-        """The ledger's view of a call of a side-effect function; None for a read-only
-        function, or for arguments the schema rejects (the call then fails as data
-        without running, like any other)."""
-        if function not in self.registry or not self.registry.spec(function).side_effects:
-            return None
-        try:
-            validated = self.registry.validate_args(function, args)
-        except LocalAgentError:
-            return None
-        plain = json.loads(json.dumps(validated, ensure_ascii=False, default=repr))
-        return ToolCallRequest(function, plain)
 
     def _replay(self, recorded: Recorded, source: Any, args: dict[str, Any], call_id: int,
                 parent_id: int | None, path: str, run: _Run) -> Any:

@@ -34,9 +34,13 @@ import json
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from localagent.errors import LocalAgentError
 from localagent.tools.spec import ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from localagent.tools.registry import ToolRegistry
 
 Outcome = Literal["ran", "refused", "dry_run", "cancelled"]
 
@@ -60,6 +64,21 @@ class ToolCallRequest:
         args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=repr)}"
                          for k, v in self.args.items())
         return f"{self.function}({args})"
+
+
+def effect_request(registry: ToolRegistry, function: str, args: dict[str, Any]
+                   ) -> ToolCallRequest | None:
+    """The ledger's view of a call: None for a read-only (or unknown) function, and for
+    arguments the schema rejects (such a call fails as data without running, like any
+    other); else the request with the validated arguments as JSON values."""
+    if function not in registry or not registry.spec(function).side_effects:
+        return None
+    try:
+        validated = registry.validate_args(function, args)
+    except LocalAgentError:
+        return None
+    plain = json.loads(json.dumps(validated, ensure_ascii=False, default=repr))
+    return ToolCallRequest(function, plain)
 
 
 Approve = Callable[[ToolCallRequest], bool]
@@ -141,8 +160,8 @@ class SideEffectLedger:
 
     def _refusal(self, request: ToolCallRequest) -> str | None:
         if self.approve is None:
-            return (f"{request.function} has side effects and no approver was given "
-                    "(pass approve= to the Agent, or --yes to the CLI)")
+            return (f"{request.function} has side effects and nothing approves it "
+                    "(Agent(approve=...); on the command line, --yes)")
         try:
             approved = bool(self.approve(request))
         except (EOFError, OSError) as exc:  # e.g. stdin closed while asking

@@ -158,7 +158,7 @@ def test_without_approval_nothing_runs_and_the_refusal_is_a_tool_error(plugin: P
     assert executor.run_call_sync(plan_call).value == "X"  # read-only calls never ask
     # an executor without a ledger has no approver: side-effect calls are refused
     alone = Executor(registry).run_call_sync(literal_call("Notes.Append", {"line": "a"}))
-    assert alone.error is not None and "no approver" in alone.error.message
+    assert alone.error is not None and "nothing approves it" in alone.error.message
     assert lines(plugin) == []
 
 
