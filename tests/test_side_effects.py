@@ -334,3 +334,35 @@ def test_real_model_vote_and_replan_with_yes_write_exactly_the_planned_lines(
     assert written, data  # the model planned at least one Append, and it ran
     assert written == list(dict.fromkeys(planned)), (written, planned)
     assert len(written) == len(set(written))
+
+
+def test_a_failed_side_effect_call_is_not_retried(plugin: Path) -> None:
+    """It may have done part of its work before it raised: a repeat gets the same error."""
+    runs: list[str] = []
+
+    def flaky(to: str) -> str:
+        runs.append(to)
+        raise ConnectionError("the mail server hung up after sending")
+
+    schema = {"name": "mail.send", "description": "Send a mail.", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}}
+    registry = ToolRegistry()
+    registry.add_tool(schema_tool(schema, flaky, side_effects=True))
+    ledger = SideEffectLedger(Asked(True))
+    first, again = (Executor(registry, effects=ledger).run_call_sync(
+        literal_call("mail.send", {"to": "ann"})) for _ in range(2))
+    assert runs == ["ann"]
+    assert first.error is not None and again.error is not None
+    assert "hung up" in again.error.message and again.source == "recorded"
+
+
+def test_piped_chat_refuses_without_yes_and_runs_with_it(scripted, plugin: Path) -> None:
+    plan = compact(append("a"))
+    scripted.enqueue(plan)
+    out = runner.invoke(app, ["chat", "--plugins", str(plugin), "--planner", "tree",
+                              "--techniques", "plain"], input="note a\n")
+    assert lines(plugin) == [] and "no --yes" in out.output
+    scripted.enqueue(plan)
+    out = runner.invoke(app, ["chat", "--plugins", str(plugin), "--planner", "tree",
+                              "--techniques", "plain", "--yes"], input="note a\n")
+    assert lines(plugin) == ["a"] and "1 answered" in out.output, out.output
