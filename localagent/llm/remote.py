@@ -35,6 +35,11 @@ Two guarantees, because a server that ignores a grammar would hand us free text:
 2. every output under a constraint is checked here against the same grammar
    (`constrained.match_error`); a violation is retried once, then a `ConstraintError`.
 
+Why httpx and not Outlines' server models (`from_vllm`, `from_sglang`): they wrap the
+openai client and Outlines' output types around what is here one JSON field per kind,
+cover neither llama-server nor the render and tokenize routes, and the canary and the
+local check would still be ours.
+
 Not supported remotely: `give_up` (the server generates to its end; the planner's parser
 then rejects the same text) and streaming.
 """

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -62,8 +64,7 @@ class ModelServer:
         self.model_lock = threading.Lock()
         self.requests_served = 0
         self._thread: threading.Thread | None = None
-        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = _HTTPServer((host, port), _handler_for(self))
 
     @property
     def host(self) -> str:
@@ -75,7 +76,8 @@ class ModelServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
 
     def start(self) -> ModelServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True,
@@ -157,6 +159,22 @@ class ModelServer:
             tokens = list(tokenize(body["prompt"])) if callable(tokenize) else []
             count = len(tokens) if tokens else self.llm.count_tokens(body["prompt"])
         return {"count": count, "tokens": tokens, "max_model_len": self.llm.info.n_ctx}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """One thread per connection; IPv6 hosts work; a client that hangs up is not an error."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # the client went away before its answer was written
+        super().handle_error(request, client_address)
 
 
 class _NotFound(Exception):
