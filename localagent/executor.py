@@ -39,6 +39,7 @@ from localagent.budget import Budget, BudgetSpent
 from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
 from localagent.grammar.types import as_text, passed_as_text
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
+from localagent.plan_nodes import FieldAccessError, FieldPath, follow, path_text
 from localagent.side_effects import Recorded, SideEffectLedger, ToolCallRequest, effect_request
 from localagent.tools.spec import ToolError, ToolResult
 from localagent.trace import (
@@ -240,7 +241,11 @@ class Executor:
             run.emit(CallSkipped(call.function, reason, self._clock(), parent_id, path))
             raise _Failed(first)
         args = self._fit_strings(call, dict(zip(names, outcomes)))
-        return await self._invoke(call.function, args, call_id, parent_id, path, run)
+        value = await self._invoke(call.function, args, call_id, parent_id, path, run)
+        if not call.field:
+            return value
+        return _field_of(value, call.field, f"{call.function}(...){path_text(call.field)}",
+                         call.function, call_id, path, run, self.policy.on_error == "stop")
 
     async def _eval_arg(self, arg: Any, path: str, parent_id: int, run: _Run) -> Any:
         if isinstance(arg, Call):
@@ -266,7 +271,10 @@ class Executor:
         value = run.context[ref.name]
         if isinstance(value, _Missing):
             raise _Failed(value.error)
-        return value
+        if not ref.path:
+            return value
+        return _field_of(value, ref.path, str(ref), None, None, "", run,
+                         self.policy.on_error == "stop")
 
     async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
                       parent_id: int | None, path: str, run: _Run) -> Any:
@@ -402,6 +410,21 @@ class Executor:
     def _next_id(self) -> int:
         self._ids += 1
         return self._ids
+
+
+def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
+              call_id: int | None, where: str, run: _Run, stop: bool) -> Any:
+    """The part of a result a field access names (`$1.total`, a call's `field`); one that
+    does not exist is a failure as data (a RunError of kind "reference", recorded in the
+    run's errors and its trace; under error policy "stop" it ends the run), never a crash."""
+    try:
+        return follow(value, path)
+    except FieldAccessError as exc:
+        failure = RunError("reference", f"{what}: {exc}", function, call_id, where)
+        run.errors.append(failure)
+        if stop:
+            run.stop(failure)
+        raise _Failed(failure) from None
 
 
 def _serialisation_error(value: Any) -> ToolError | None:

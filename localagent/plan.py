@@ -10,6 +10,15 @@ Two JSON forms are read:
 A literal string that looks like a reference, or a literal JSON object, is written as
 `{"kind": "value", "value": ...}` in either form.
 
+Field access (structured results): a reference may name a field of the result, with keys
+and list indexes, `"$1.pages"`, `"$2[0].price"`, `"$1.owner.city"` (`Ref.path`); a call
+(nested, the tree's root, or a step) may carry `"field"` with the same path syntax without
+the `$k`: `{"function": "P.F", "args": {...}, "field": "items[0].price"}` stands for that
+field of the call's result (`Call.field`, `Step.field`; the typed form writes the path as a
+list, `["items", 0, "price"]`, and accepts either). A call's field is what the call yields:
+a nested call's field is the argument, the root's is the tree plan's answer, a step's is the
+step's output (`$k`, the pipe and, on the last step, the plan's answer).
+
 Structural problems (a wrong shape, an unknown field) raise `PlanProblemsError` when a plan
 is read; `validate` checks a plan against a tool registry (`localagent.plan_check`).
 """
@@ -34,6 +43,8 @@ from localagent.plan_nodes import (
     Step,
     TreePlan,
     Value,
+    parse_path,
+    path_text,
 )
 
 if TYPE_CHECKING:
@@ -85,7 +96,10 @@ def plan_to_raw(plan: SequentialPlan | TreePlan) -> dict[str, Any]:
 
 
 def _call_to_raw(call: Call) -> dict[str, Any]:
-    return {"function": call.function, "args": {k: _arg_to_raw(v) for k, v in call.args.items()}}
+    raw = {"function": call.function, "args": {k: _arg_to_raw(v) for k, v in call.args.items()}}
+    if call.field:
+        raw["field"] = path_text(call.field, lead=False)
+    return raw
 
 
 def _arg_to_raw(arg: Any) -> Any:
@@ -203,7 +217,7 @@ def _raw_call(raw: Any, path: str, problems: list[str], *, step: bool = False) -
     if not isinstance(raw, dict):
         problems.append(f"{path}: a call must be an object, got {_type_name(raw)}")
         return {"kind": "call", "function": "?"}
-    allowed = {"function", "args", "output"} if step else {"function", "args"}
+    allowed = {"function", "args", "field", "output"} if step else {"function", "args", "field"}
     unknown = sorted(set(raw) - allowed - {"kind"})
     if unknown:
         problems.append(f"{path}: unknown field(s) {', '.join(unknown)}")
@@ -221,6 +235,14 @@ def _raw_call(raw: Any, path: str, problems: list[str], *, step: bool = False) -
         "function": function if isinstance(function, str) else "?",
         "args": {k: _raw_arg(v, f"{path}.args.{k}", problems) for k, v in args.items()},
     }
+    if "field" in raw:
+        text = raw["field"]
+        field = parse_path(text) if isinstance(text, str) else None
+        if field is None:
+            problems.append(f"{path}.field: {text!r} is not a field path "
+                            "(name, name.name, [0].name, name[0].name)")
+        else:
+            out["field"] = list(field)
     if step and raw.get("output") is not None:
         output = raw["output"]
         if not isinstance(output, str) or not NAME_RE.match(output) or output == INPUT:

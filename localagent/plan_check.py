@@ -26,8 +26,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localagent.errors import InvalidArgumentsError
-from localagent.grammar.types import json_type, may_fit, value_types
-from localagent.plan_nodes import INPUT, Call, Ref, SequentialPlan, Step, TreePlan, Value
+from localagent.grammar.types import field_schema, json_type, may_fit, value_types
+from localagent.plan_nodes import (
+    INPUT,
+    Call,
+    Ref,
+    SequentialPlan,
+    Step,
+    TreePlan,
+    Value,
+    path_text,
+)
 from localagent.tools.registry import ToolRegistry, suggest
 from localagent.tools.spec import ToolSpec
 
@@ -42,6 +51,8 @@ class _Scope:
     names: list[str]
     max_depth: int
     produced: dict[str, str] = field(default_factory=dict)  # ref text -> producing function
+    # ref text -> the field of its producer's result the step kept (`Step.field`)
+    kept: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 
@@ -73,6 +84,10 @@ def check_call(call: Call, path: str, scope: _Scope, depth: int = 1, piped: bool
         check_call(child, f"{path}.{sub_path}", scope, depth + 1)
     if spec is None:
         return
+    if call.field:
+        _, why = field_schema(spec.returns, call.field)
+        if why:
+            scope.problems.append(f"{path}.field: {spec.qualified_name}'s result: {why}")
     params: dict[str, Any] = spec.parameters.get("properties", {})
     before = len(scope.problems)
     for name, arg in call.args.items():
@@ -107,13 +122,13 @@ def _check_sequential(plan: SequentialPlan, scope: _Scope) -> None:
         if piped and scope.produced["$input"]:
             spec = scope.registry.spec(step.function)
             param = _resolve(spec.parameters["properties"][INPUT], spec.parameters)
-            returns = scope.registry.spec(scope.produced["$input"]).returns
+            returns = _produced_schema(scope, "$input", ())
             what = f"the piped input ({scope.produced['$input']}) is"
             _check_computed(returns, param, what, spec, f"{path}.args.{INPUT}", scope)
         function = step.function if step.function in scope.registry else ""
-        scope.produced.update({f"${i + 1}": function, "$input": function})
-        if step.output:
-            scope.produced[f"${step.output}"] = function
+        names = [f"${i + 1}", "$input"] + ([f"${step.output}"] if step.output else [])
+        scope.produced.update({name: function for name in names})
+        scope.kept.update({name: step.field for name in names})
 
 
 def _check_step_refs(
@@ -207,13 +222,21 @@ def _check_arg(arg: Any, schema: dict[str, Any], spec: ToolSpec, path: str, scop
     schema = _resolve(schema, spec.parameters)
     if isinstance(arg, Call):
         if arg.function in scope.registry:
-            returns = scope.registry.spec(arg.function).returns
-            _check_computed(returns, schema, f"{arg.function} returns", spec, path, scope)
+            returns, why = field_schema(scope.registry.spec(arg.function).returns, arg.field)
+            what = f"{arg.function} returns" if not arg.field else (
+                f"{arg.function}(...){path_text(arg.field)} is")
+            if why is None:  # an undeclared field is the nested call's own problem
+                _check_computed(returns, schema, what, spec, path, scope)
     elif isinstance(arg, Ref):
-        function = scope.produced.get(str(arg) if arg.sigil == "$" else f"${arg.name}")
+        function = scope.produced.get(f"${arg.name}")
         if function:
-            returns = scope.registry.spec(function).returns
-            _check_computed(returns, schema, f"{arg} ({function}) is", spec, path, scope)
+            kept = scope.kept.get(f"${arg.name}", ())
+            returns, why = field_schema(scope.registry.spec(function).returns,
+                                        kept + arg.path)
+            if why:
+                scope.problems.append(f"{path}: reference {arg} ({function}): {why}")
+            else:
+                _check_computed(returns, schema, f"{arg} ({function}) is", spec, path, scope)
     elif isinstance(arg, tuple):
         types = value_types(schema, spec.parameters)
         if types is not None and "array" not in types:
@@ -227,6 +250,14 @@ def _check_arg(arg: Any, schema: dict[str, Any], spec: ToolSpec, path: str, scop
         problem = literal_problem(value, schema, spec.parameters)
         if problem:
             scope.problems.append(f"{path}: {problem}")
+
+
+def _produced_schema(scope: _Scope, name: str, path: tuple[str | int, ...]) -> dict[str, Any]:
+    """The schema of what the reference `name` (a `$k`, `$input` or `$name`) yields at
+    `path`: its producer's return schema, narrowed by the field its step kept."""
+    returns = scope.registry.spec(scope.produced[name]).returns
+    schema, _ = field_schema(returns, scope.kept.get(name, ()) + path)
+    return schema
 
 
 def _check_computed(

@@ -21,16 +21,23 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    SerializerFunctionWrapHandler,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
     Tag,
+    field_validator,
+    model_serializer,
     model_validator,
 )
 from typing_extensions import TypeAliasType
 
-_REF_RE = re.compile(r"^(?:\$(?P<name>[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)|#E(?P<ev>[1-9][0-9]*))$")
+_PATH_PART = r"(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{0,8})\])"
+_REF_RE = re.compile(r"^(?:\$(?P<name>[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)|#E(?P<ev>[1-9][0-9]*))"
+                     rf"(?P<path>{_PATH_PART}*)$")
+_PATH_RE = re.compile(rf"^(?:[A-Za-z_][A-Za-z0-9_]*|\[(?:0|[1-9][0-9]{{0,8}})\]){_PATH_PART}*$")
+_PART_RE = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A step's output name (`"output": "total"`, referred to as `$total`)."""
 
@@ -38,8 +45,90 @@ INPUT = "input"
 """The context variable that carries a sequential plan's input and each step's output."""
 
 
+FieldPath = tuple[Union[str, int], ...]  # noqa: UP007
+"""A path into a result: keys (`"pages"`) and list indexes (`0`), outermost first."""
+
+
+def parse_path(text: str) -> FieldPath | None:
+    """The path `text` spells (`pages`, `owner.city`, `[0].price`, `items[2].name`; a
+    leading dot is allowed), or None when it is not one. The empty text is the empty path."""
+    body = text.removeprefix(".")
+    if body == "":
+        return ()
+    if _PATH_RE.fullmatch(body) is None:
+        return None
+    return tuple(int(m[2]) if m[2] is not None else m[1] for m in _PART_RE.finditer(body))
+
+
+def path_text(path: FieldPath, *, lead: bool = True) -> str:
+    """The text of a path: `.owner.city`, `[0].price` (`lead=False`: `owner.city`)."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+    return text if lead else text.removeprefix(".")
+
+
+class FieldAccessError(LookupError):
+    """A path does not lead anywhere in a value: a missing key, an index past the end, a
+    key into a list or an index into an object. The message names the step that failed."""
+
+
+def follow(value: Any, path: FieldPath) -> Any:
+    """The part of `value` at `path` (a mapping by key, a list by index); raises
+    `FieldAccessError` saying where and why it does not exist."""
+    done: list[str | int] = []
+    for part in path:
+        where = path_text(tuple(done)) or "the result"
+        if isinstance(part, int) and not isinstance(value, bool):
+            if not isinstance(value, (list, tuple)):
+                raise FieldAccessError(f"{where} is {_kind(value)}, not a list: no [{part}]")
+            if part >= len(value):
+                raise FieldAccessError(f"{where} has {len(value)} items: no [{part}]")
+            value = value[part]
+        else:
+            if not isinstance(value, dict):
+                raise FieldAccessError(f"{where} is {_kind(value)}, not an object: "
+                                       f"no field {part!r}")
+            if part not in value:
+                keys = ", ".join(map(str, list(value)[:8])) or "none"
+                raise FieldAccessError(f"{where} has no field {part!r} (fields: {keys})")
+            value = value[part]
+        done.append(part)
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(
+                type(value), type(value).__name__)
+
+
+def _path_input(value: Any) -> Any:
+    """A path given as text (`"items[0].price"`) or as a list of keys and indexes."""
+    if isinstance(value, str):
+        path = parse_path(value)
+        if path is None:
+            raise ValueError(f"{value!r} is not a field path (name, name.name, [0].name)")
+        return path
+    if isinstance(value, (list, tuple)):
+        for part in value:
+            if isinstance(part, bool) or not (
+                    (isinstance(part, int) and part >= 0)
+                    or (isinstance(part, str) and NAME_RE.fullmatch(part))):
+                raise ValueError(f"{part!r} is not a field name or a list index")
+    return value
+
+
 class _Node(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_paths(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An empty `path` / `field` is not written: plans without field access keep the
+        JSON form they always had."""
+        data: dict[str, Any] = handler(self)
+        for key in ("path", "field"):
+            if key in data and not data[key]:
+                del data[key]
+        return data
 
 
 class Ref(_Node):
@@ -49,6 +138,13 @@ class Ref(_Node):
     kind: Literal["ref"] = "ref"
     name: str
     sigil: Literal["$", "#E"] = "$"
+    # A field of that result (`$1.pages`, `$2[0].price`); empty: the whole result.
+    path: FieldPath = ()
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _read_path(cls, value: Any) -> Any:
+        return _path_input(value)
 
     @model_validator(mode="after")
     def _check_name(self) -> Ref:
@@ -66,17 +162,24 @@ class Ref(_Node):
         return int(self.name) if len(self.name) <= 18 else sys.maxsize
 
     def __str__(self) -> str:
+        return f"{self.sigil}{self.name}{path_text(self.path)}"
+
+    @property
+    def whole(self) -> str:
+        """The reference without its path (`$1` for `$1.pages`): the result it reads."""
         return f"{self.sigil}{self.name}"
 
     @staticmethod
     def parse(text: str) -> Ref | None:
-        """The reference `text` spells exactly, or None if it is an ordinary string."""
+        """The reference `text` spells exactly (with a field path: `$1.pages`,
+        `$2[0].price`, `#E1.owner.city`), or None if it is an ordinary string."""
         match = _REF_RE.fullmatch(text)  # not .match: "$" would also match before a "\n"
         if match is None:
             return None
+        path = parse_path(match["path"]) or ()
         if match["ev"] is not None:
-            return Ref.model_construct(kind="ref", name=match["ev"], sigil="#E")
-        return Ref.model_construct(kind="ref", name=match["name"], sigil="$")
+            return Ref.model_construct(kind="ref", name=match["ev"], sigil="#E", path=path)
+        return Ref.model_construct(kind="ref", name=match["name"], sigil="$", path=path)
 
 
 class Value(_Node):
@@ -121,6 +224,13 @@ class Call(_Node):
     kind: Literal["call"] = "call"
     function: str = Field(min_length=1)
     args: dict[str, Arg] = Field(default_factory=dict)
+    # The value is this field of the function's result (`Book(...).pages`); empty: all.
+    field: FieldPath = ()
+
+    @field_validator("field", mode="before")
+    @classmethod
+    def _read_field(cls, value: Any) -> Any:
+        return _path_input(value)
 
     def children(self) -> Iterator[tuple[str, Call]]:
         """(path relative to this call, nested call) for the direct sub-calls."""
@@ -144,10 +254,17 @@ class Step(_Node):
     function: str = Field(min_length=1)
     args: dict[str, Arg] = Field(default_factory=dict)
     output: str | None = Field(default=None, pattern=NAME_RE.pattern)
+    # The step's output is this field of the result (the plan's answer, on the last step).
+    field: FieldPath = ()
+
+    @field_validator("field", mode="before")
+    @classmethod
+    def _read_field(cls, value: Any) -> Any:
+        return _path_input(value)
 
     @property
     def call(self) -> Call:
-        return Call(function=self.function, args=self.args)
+        return Call(function=self.function, args=self.args, field=self.field)
 
 
 class SequentialPlan(_Node):

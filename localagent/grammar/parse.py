@@ -23,8 +23,9 @@ from typing import Any
 
 from localagent.errors import InvalidPlanError, PlanValidationError, TruncatedOutputError
 from localagent.grammar.common import NO_PLAN_FUNCTION
-from localagent.grammar.types import fits
+from localagent.grammar.types import field_schema, fits
 from localagent.llm.base import Completion
+from localagent.plan_nodes import parse_path, path_text
 from localagent.tools.spec import ToolSpec
 
 
@@ -103,7 +104,7 @@ def args_errors(tool: ToolSpec, args: Any, schema: dict[str, Any] | None = None)
 
 def _call_of(node: Any, tools: dict[str, ToolSpec], where: str,
              problems: list[str]) -> tuple[ToolSpec, dict[str, Any]] | None:
-    if not isinstance(node, dict) or set(node) != {"function", "args"}:
+    if not isinstance(node, dict) or not {"function", "args"} <= set(node) <= _CALL_KEYS:
         problems.append(f"{where}: expected {{\"function\": ..., \"args\": {{...}}}}")
         return None
     tool = tools.get(node["function"]) if isinstance(node["function"], str) else None
@@ -113,7 +114,31 @@ def _call_of(node: Any, tools: dict[str, ToolSpec], where: str,
     if not isinstance(node["args"], dict):
         problems.append(f"{where}: args of {tool.qualified_name} must be an object")
         return None
+    if "field" in node and call_field(node, tool) is None:
+        problems.append(f"{where}.field: {field_problem(node['field'], tool)}")
+        return None
     return tool, node["args"]
+
+
+_CALL_KEYS = {"function", "args", "field"}
+
+
+def call_field(node: dict[str, Any], tool: ToolSpec) -> tuple[str | int, ...] | None:
+    """The field path a call node carries (`"field": "items[0].price"`; () when none), or
+    None when it is not a path or names a part the tool's return schema does not declare."""
+    text = node.get("field", "")
+    path = parse_path(text) if isinstance(text, str) else None
+    if path is None or field_schema(tool.returns, path)[1] is not None:
+        return None
+    return path
+
+
+def field_problem(text: Any, tool: ToolSpec) -> str:
+    """Why `text` is not a field of `tool`'s result (for `call_field`'s None)."""
+    path = parse_path(text) if isinstance(text, str) else None
+    if path is None:
+        return f"{text!r} is not a field path (name, name.name, [0].name)"
+    return f"{tool.qualified_name}'s result: {field_schema(tool.returns, path)[1]}"
 
 
 # --- JSON plans ---------------------------------------------------------------------------
@@ -225,7 +250,9 @@ def parse_sequential(text: str, tools: Sequence[ToolSpec], *,
     return ParsedPlan(plan=plan, reasoning=reasoning)
 
 
-_STEP_REF = re.compile(r"^\$([1-9][0-9]*)$")
+_STEP_REF = re.compile(r"^\$([1-9][0-9]*)((?:\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)$")
+"""A step reference, with a field path (`$2[0].price`): which step's result fits the
+argument, and whether the path exists in it, is the plan check's question."""
 
 
 def _step_ref_errors(tool: ToolSpec, args: dict[str, Any], index: int, where: str) -> list[str]:
@@ -266,8 +293,8 @@ def parse_tree(text: str, tools: Sequence[ToolSpec], *, depth: int = 4,
 
 
 def is_call(value: Any) -> bool:
-    return isinstance(value, dict) and set(value) == {"function", "args"} and isinstance(
-        value["function"], str)
+    return isinstance(value, dict) and {"function", "args"} <= set(value) <= _CALL_KEYS \
+        and isinstance(value["function"], str)
 
 
 def _check_tree(node: Any, tools: dict[str, ToolSpec], level: int, depth: int, where: str,
@@ -297,8 +324,11 @@ def _check_nested(value: Any, schema: dict[str, Any], root: dict[str, Any],
     """A call (or a list holding calls) standing where `schema` is expected."""
     if is_call(value):
         callee = tools.get(value["function"])
-        if callee is not None and not fits(schema, callee.returns, root):
-            problems.append(f"{where}: {callee.qualified_name} returns a type that does not fit")
+        path = call_field(value, callee) if callee is not None else None
+        if path is not None and callee is not None and not fits(
+                schema, field_schema(callee.returns, path)[0], root):
+            what = "returns" if not path else f"returns at {path_text(path, lead=False)}"
+            problems.append(f"{where}: {callee.qualified_name} {what} a type that does not fit")
         _check_tree(value, tools, level + 1, depth, where, problems)
         return
     items = schema.get("items", {}) if isinstance(schema, dict) else {}

@@ -27,14 +27,23 @@ from localagent.grammar.common import (
     render,
     steps_reasoning,
 )
+from localagent.grammar.fields import (
+    FieldRules,
+    RefItem,
+    finish,
+    ref_lark,
+    ref_step,
+    untyped_paths,
+)
 from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
 from localagent.grammar.typed_steps import CallRule, RefsFor, TypedSteps
 from localagent.plan_nodes import INPUT
 from localagent.tools.spec import ToolSpec
 
 NO_LAST_STEP = "no function that may end the plan can be called"
-RefRule = Callable[[Sequence[int]], "str | None"]
-"""Given step numbers, the rule admitting a reference `"$j"` to any of them (None: none)."""
+RefRule = Callable[[Sequence[RefItem]], "str | None"]
+"""Given step numbers (or `(step, path)`: a part of that result, `"$2[0].price"`), the rule
+admitting a reference to any of them (None: none)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,7 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
 
 def _source(tools: Sequence[ToolSpec], o: _Options) -> str:
     """The grammar text of a sequential plan."""
-    rules = LarkRules(o.bounds)
+    rules = FieldRules(o.bounds)
     text = steps_reasoning(rules, tools, o.max_steps) if o.reasoning_steps else (
         rules.string(o.reasoning_chars, 1) if o.reasoning_chars else "")
     reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
@@ -209,12 +218,12 @@ def _typed_call(rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
 def _ref_rules(rules: LarkRules) -> RefRule:
     """A maker of the rule admitting the step references `"$j"` for j in the steps it is
     given (None for none), one rule per distinct list."""
-    made: dict[tuple[int, ...], str | None] = {}
+    made: dict[tuple[RefItem, ...], str | None] = {}
 
-    def ref_rule(steps: Sequence[int]) -> str | None:
+    def ref_rule(steps: Sequence[RefItem]) -> str | None:
         key = tuple(steps)
         if key not in made:
-            made[key] = rules.add("ref", " | ".join(lit(jtext(f"${j}")) for j in key)) \
+            made[key] = rules.add("ref", " | ".join(ref_lark(j) for j in key)) \
                 if key else None
         return made[key]
 
@@ -222,7 +231,7 @@ def _ref_rules(rules: LarkRules) -> RefRule:
 
 
 def _call_rule(rules: LarkRules, tool: ToolSpec, name: str, step: int,
-               refs: Callable[[Schema], Sequence[int]] | None,
+               refs: Callable[[Schema], Sequence[RefItem]] | None,
                ref_rule: RefRule, tag: str, order: str = "") -> str | None:
     """`tool`'s call rule at `step`: its own arguments, where a reference to one of the
     steps `refs(schema)` gives may stand in for a value (None: no reference); `order`:
@@ -238,7 +247,10 @@ def _call_rule(rules: LarkRules, tool: ToolSpec, name: str, step: int,
                                                         tag if refs else "", root=params)
     if args is None:
         return None
-    return rules.add(name, call_object("function", tool.qualified_name, "args", args))
+    rule = rules.add(name, call_object("function", tool.qualified_name, "args", args))
+    if isinstance(rules, FieldRules):
+        rules.remember(rule, tool, args)  # a final step may take a part (`finish`)
+    return rule
 
 
 class StepRules(NamedTuple):
@@ -258,7 +270,8 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
     `ref_steps` wherever a value may stand (`order`: distinct, and "ascending" or only
     "distinct", within the call)."""
     heads, finals, calls = [], [], {}
-    refs = (lambda schema: ref_steps) if ref_steps else None
+    items = [(j, p) if p else j for j in ref_steps for p in untyped_paths(tools)]
+    refs = (lambda schema: items) if ref_steps else None
     for i, tool in enumerate(tools):
         call = _call_rule(rules, tool, f"call{step}_{i}", step, refs, ref_rule, f"s{step}",
                           order)
@@ -267,7 +280,7 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
         heads.append(call)
         calls[i] = call
         if last is None or i in last:
-            finals.append(call)
+            finals.append(finish(rules, call))
     if not heads:
         raise ConstraintError(f"no function can be called at step {step}: every argument "
                               "schema admits no value")
@@ -282,7 +295,7 @@ _SCALAR = ("number", "integer", "string", "boolean")
 
 
 def _ordered_args(rules: LarkRules, params: Schema, step: int,
-                  refs: Callable[[Schema], Sequence[int]] | None = None,
+                  refs: Callable[[Schema], Sequence[RefItem]] | None = None,
                   ascending: bool = True) -> str | None:
     """The argument object of step `step` in which the step references (`"$1"` ..
     `"$(step-1)"`; with `refs`, the ones it gives for an argument's schema) are distinct
@@ -304,17 +317,19 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int,
                 & set(props[k]))) for k in keys)):
         return None
     plain = {k: rules.value(props[k], 1, None, "", root=params) for k in keys}
-    memo: dict[tuple[int, frozenset[int]], str | None] = {}
+    memo: dict[tuple[int, frozenset[RefItem]], str | None] = {}
 
-    def tail(idx: int, used: frozenset[int]) -> str | None:
+    def tail(idx: int, used: frozenset[RefItem]) -> str | None:
         """Arguments keys[idx:] when the references so far are `used`."""
         if (idx, used) not in memo:
             name = lit(jtext(keys[idx]) + ": ")
             choices = [(plain[keys[idx]], used)] if plain[keys[idx]] else []
             allowed = refs(props[keys[idx]]) if refs else range(1, step)
-            floor = max(used, default=0) if ascending else 0
-            choices += [(lit(jtext(f"${j}")), used | {j}) for j in allowed
-                        if j > floor and j not in used]
+            # distinct: per value; two parts of one result (`$1.price`, `$1.count`) differ
+            floor = max((ref_step(u) for u in used), default=0) if ascending else 0
+            choices += [(ref_lark(item), used | {item}) for item in allowed
+                        if item not in used and (ref_step(item) > floor or (
+                            ref_step(item) == floor and not isinstance(item, int)))]
             alts = []
             for value, after in choices:
                 rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""

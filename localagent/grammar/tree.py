@@ -1,7 +1,9 @@
 """The tree plan constraint: one call whose arguments may be calls, nested up to a depth.
 
 A call may stand as an argument only where its return type fits the parameter
-(`types.fits`). The recursion is unrolled into rules per level (`_TreeBuilder`), so the
+(`types.fits`); a call with a `"field"` (a part of its result its return schema declares,
+`grammar/fields.py`) only where that part's type fits, and the root may carry one (the
+answer is that part). The recursion is unrolled into rules per level (`_TreeBuilder`), so the
 grammar is finite; with named values, numbers or needed functions to cover, the covering
 rules (`covering.py`) index those per-level rules by what the plan has covered so far.
 """
@@ -23,8 +25,9 @@ from localagent.grammar.common import (
     steps_reasoning,
 )
 from localagent.grammar.covering import MAX_VALUES, CoveringRules, coverable
+from localagent.grammar.fields import call_with_field
 from localagent.grammar.jsonlark import Bounds, LarkRules, Schema, jtext, lit
-from localagent.grammar.types import fits
+from localagent.grammar.types import GrammarPath, field_paths, fits
 from localagent.tools.spec import ToolSpec
 
 
@@ -107,6 +110,8 @@ class _TreeBuilder:
         self.rules = LarkRules(options.bounds)
         self._calls: dict[tuple[int, int], str | None] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
+        self._args: dict[tuple[int, int], str] = {}
+        self._fields: dict[tuple[int, int, tuple[GrammarPath, ...]], str | None] = {}
 
     def build(self) -> str:
         """The grammar text."""
@@ -120,6 +125,8 @@ class _TreeBuilder:
                                       "to a call and call every needed function")
         else:
             calls = [c for c in (self.call(1, i) for i in self.roots) if c]
+            calls += [c for c in (self.field_call(1, i, [p for p, _ in field_paths(
+                self.tools[i].returns)]) for i in self.roots) if c]  # the answer: a part
         if not calls:
             raise ConstraintError("no function can be called: every argument schema admits "
                                   "no value")
@@ -153,8 +160,20 @@ class _TreeBuilder:
         if args is None:
             self._calls[(level, i)] = None
             return None
+        self._args[(level, i)] = args
         self.rules.define(name, call_object("function", tool.qualified_name, "args", args))
         return name
+
+    def field_call(self, level: int, i: int, paths: list[GrammarPath]) -> str | None:
+        """Tool i's call at `level` with a `"field"`: one of `paths` of its result
+        (`grammar/fields.py`); None when there is no path or no call."""
+        key = (level, i, tuple(paths))
+        if key not in self._fields:
+            self._fields[key] = None
+            if paths and self.call(level, i) and (level, i) in self._args:
+                self._fields[key] = call_with_field(self.rules, self.tools[i],
+                                                    self._args[(level, i)], paths)
+        return self._fields[key]
 
     def _args_with_a_call(self, level: int, i: int) -> str | None:
         """Tool i's arguments with at least one call among them: the first call at
@@ -187,5 +206,9 @@ class _TreeBuilder:
                        if fits(schema, t.returns, root)
                        and not (i in self.shallow and level > 2)]
             names = [n for n in (self.call(level, i) for i in callees) if n]
+            for i, t in enumerate(self.tools):  # a part of a result that fits (`field`)
+                if not (i in self.shallow and level > 2):
+                    parts = [p for p, sub in field_paths(t.returns) if fits(schema, sub, root)]
+                    names += [n for n in (self.field_call(level, i, parts),) if n]
             self._fits[key] = self.rules.add("fit", " | ".join(names)) if names else None
         return self._fits[key]

@@ -22,37 +22,49 @@ import json
 from collections.abc import Callable, Sequence
 
 from localagent.errors import ConstraintError
+from localagent.grammar.fields import RefItem, finish, result_views
 from localagent.grammar.jsonlark import Bounds, LarkRules, Schema
-from localagent.grammar.types import fits
+from localagent.grammar.types import GrammarPath, fits
 from localagent.tools.spec import ToolSpec
 
 MAX_CALL_RULES = 20_000
-RefsFor = Callable[[Schema, Schema], list[int]]
-"""Given an argument schema and its tool's parameters, the steps a reference may name."""
+RefsFor = Callable[[Schema, Schema], list[RefItem]]
+"""Given an argument schema and its tool's parameters, the steps a reference may name
+(`j`: step j's result; `(j, path)`: the part of it at `path`, `"$j.total"`)."""
 CallRule = Callable[[int, int, RefsFor, str], "str | None"]
 """Given a step, a tool index, the references it may take and a rule tag: its call rule."""
 UNTRACKED = -1
 
 
 class ReturnClasses:
-    """Tools grouped by the argument schemas their results fit.
+    """Tools grouped by the argument schemas their results, and the parts of their
+    results a reference may name (`fields.result_views`), fit.
 
     The schemas are the ones the argument rules ask about (`probe`): the same walk over
     each tool's parameters that builds its rules, so every question the grammar asks has
-    its answer in a class's signature.
+    its answer in a class's signature: the (probe, path) pairs where the part of the
+    result at `path` (`()`: all of it) fits the probed schema.
     """
 
     def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds) -> None:
         self.probes = _argument_schemas(tools, bounds)
         returns = [json.dumps(t.returns, sort_keys=True, default=str) for t in tools]
-        by_returns: dict[str, frozenset[int]] = {}  # tools returning alike fit alike
+        by_returns: dict[str, frozenset[tuple[int, GrammarPath]]] = {}  # alike fit alike
         for tool, text in zip(tools, returns):
             if text not in by_returns:
-                by_returns[text] = frozenset(n for n, (schema, root) in enumerate(self.probes)
-                                             if fits(schema, tool.returns, root))
-        ids: dict[frozenset[int], int] = {}
+                views = result_views(tool.returns)
+                by_returns[text] = frozenset(
+                    (n, path) for n, (schema, root) in enumerate(self.probes)
+                    for path, part in views if fits(schema, part, root))
+        ids: dict[frozenset[tuple[int, GrammarPath]], int] = {}
         self.of_tool = [ids.setdefault(by_returns[text], len(ids)) for text in returns]
         self._sigs = list(ids)
+        self._paths: list[dict[int, list[GrammarPath]]] = []
+        for sig in self._sigs:
+            by_probe: dict[int, list[GrammarPath]] = {}
+            for n, path in sorted(sig, key=lambda pair: (pair[0], len(pair[1]), str(pair[1]))):
+                by_probe.setdefault(n, []).append(path)
+            self._paths.append(by_probe)
         self._index = {_key(schema, root): n for n, (schema, root) in enumerate(self.probes)}
         self._of_params: dict[int, list[tuple[Schema, Schema]]] = {}
         for schema, root in self.probes:
@@ -68,13 +80,19 @@ class ReturnClasses:
         return len(self._sigs)
 
     def admits(self, schema: Schema, root: Schema, cls: int) -> bool:
-        """Whether a result of class `cls` may stand where `schema` is expected."""
+        """Whether a result of class `cls`, or a part of it, may stand where `schema` is
+        expected."""
+        return bool(self.paths(schema, root, cls))
+
+    def paths(self, schema: Schema, root: Schema, cls: int) -> list[GrammarPath]:
+        """The parts of a result of class `cls` that may stand where `schema` is expected
+        (`()`: the whole result); an untracked step's result only whole."""
         if cls == UNTRACKED:
-            return True
+            return [()]
         n = self._index.get(_key(schema, root))
         if n is None:  # not met by the probe: judge by one tool of the class
-            return fits(schema, self._returns[cls], root)
-        return n in self._sigs[cls]
+            return [p for p, part in result_views(self._returns[cls]) if fits(schema, part, root)]
+        return self._paths[cls].get(n, [])
 
 
 class TypedSteps:
@@ -119,7 +137,7 @@ class TypedSteps:
                 continue
             after = done | self._covers(i)
             if after == full and (self.last is None or i in self.last):
-                ends.append(call)
+                ends.append(finish(self.rules, call))  # the answer may be a part of it
             cls = self.of_tool[i] if len(state) < self.tracked else UNTRACKED
             branches.setdefault((cls, after), []).append(call)
         alts = [" | ".join(ends)] if ends else []
@@ -146,8 +164,9 @@ class TypedSteps:
         if key not in self._calls:
             self._calls[key] = None
 
-            def refs_for(schema: Schema, root: Schema) -> list[int]:
-                return [j for j, cls in view if self.classes.admits(schema, root, cls)]
+            def refs_for(schema: Schema, root: Schema) -> list[RefItem]:
+                return [(j, path) if path else j for j, cls in view
+                        for path in self.classes.paths(schema, root, cls)]
 
             # rules of equal argument schemas are shared by every tool with this view
             tag = f"y{self._views.setdefault(view, len(self._views))}"

@@ -37,6 +37,7 @@ ones a planner narrowed it to for literals (`mentions` keeps them under `DECLARE
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 Schema = dict[str, Any]
@@ -245,3 +246,132 @@ def _resolve(ref: str, root: Schema) -> Any:
             return {}
         node = node[part]
     return node
+
+
+# --- fields of structured results ----------------------------------------------------------
+#
+# A result that is an object or a list has parts a later call may take (`$1.total`,
+# `Get(...).items[0].price`). `field_schema` is the schema of one part, the plan checker's
+# and the parser's question; `field_paths` lists the parts a grammar offers: bounded, so the
+# grammar stays finite (at most FIELD_KEYS keys and FIELD_INDEXES one list index per path,
+# indexes 0..MAX_INDEX, at most MAX_FIELD_PATHS paths per result).
+
+FIELD_KEYS = 2
+FIELD_INDEXES = 1
+MAX_INDEX = 3
+MAX_FIELD_PATHS = 32
+ANY_KEY = "*"
+"""A path segment of the grammar's paths: any key of an object that declares none."""
+ANY_INDEX = -1
+"""A path segment of the grammar's paths: any list index 0..MAX_INDEX."""
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+GrammarPath = tuple[str | int, ...]
+
+
+def field_schema(returns: Schema, path: tuple[str | int, ...]) -> tuple[Schema, str | None]:
+    """The schema of the part of a result (declared by `returns`) at `path`, and None; or
+    `({}, why)` when the schema says there is no such part (an undeclared key of an object
+    that declares its keys, an index into an object, a key into a list). Where the schema
+    does not say (`{}`, an object without declared keys), the part is `{}`: the executor
+    checks it when the plan runs."""
+    schema: Schema = returns
+    for n, part in enumerate(path):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:n])
+        found = _part_schema(schema, part)
+        if isinstance(found, str):
+            return {}, f"{where or 'the result'} {found}"
+        schema = found
+    return schema, None
+
+
+def _part_schema(schema: Schema, part: str | int) -> Schema | str:
+    """The schema of one key or index of `schema`, or why there is none."""
+    if not isinstance(schema, dict) or not schema:
+        return {}
+    for combo in ("anyOf", "oneOf"):
+        if combo in schema:  # `Model | None`: the branches that have the part
+            found = [b for b in (_part_schema(s, part) for s in schema[combo]
+                                 if isinstance(s, dict) and s.get("type") != "null")]
+            usable = [b for b in found if not isinstance(b, str)]
+            if usable:
+                return usable[0] if len(usable) == 1 else {"anyOf": usable}
+            return found[0] if found else {}
+    if schema.get("allOf"):
+        return _part_schema(schema["allOf"][0], part)
+    types = json_types(schema)
+    if isinstance(part, int):
+        if "array" not in types and ANY not in types:
+            return f"is {_article(types)}, not a list: no [{part}]"
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list) and part < len(prefix):
+            return prefix[part]
+        if isinstance(prefix, list) and schema.get("items") is False:
+            return f"has {len(prefix)} items: no [{part}]"
+        items = schema.get("items", {})
+        return items if isinstance(items, dict) else {}
+    if "object" not in types and ANY not in types:
+        return f"is {_article(types)}, not an object: no field {part!r}"
+    props = schema.get("properties") or {}
+    if part in props:
+        return props[part] if isinstance(props[part], dict) else {}
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return extra
+    if props and extra is not True:
+        return f"has no field {part!r} (fields: {', '.join(props)})"
+    return {}
+
+
+def _article(types: set[str]) -> str:
+    names = {"array": "a list", "object": "an object", "integer": "an integer",
+             "enum": "one of fixed values", "null": "null"}
+    return " or ".join(sorted(names.get(t, f"a {t}") for t in types)) or "nothing"
+
+
+def field_paths(returns: Schema) -> list[tuple[GrammarPath, Schema]]:
+    """The parts of a result a grammar offers, with their schemas, outermost first: each
+    declared key (names that are identifiers; `ANY_KEY` for an object that declares none
+    but is an object), each list's items (`ANY_INDEX`), to FIELD_KEYS keys and
+    FIELD_INDEXES indexes deep, at most MAX_FIELD_PATHS. A result of unknown type (`{}`)
+    has none: a plan takes it whole."""
+    out: list[tuple[GrammarPath, Schema]] = []
+
+    def walk(schema: Schema, path: GrammarPath, keys: int, indexes: int) -> None:
+        for part in _parts(schema, keys < FIELD_KEYS, indexes < FIELD_INDEXES):
+            if len(out) >= MAX_FIELD_PATHS:
+                return
+            sub = _part_schema(schema, 0 if part == ANY_INDEX else part)
+            if isinstance(sub, str):
+                continue
+            out.append((path + (part,), sub))
+            walk(sub, path + (part,), keys + (part != ANY_INDEX), indexes + (part == ANY_INDEX))
+
+    walk(returns, (), 0, 0)
+    return out
+
+
+def _parts(schema: Schema, key: bool, index: bool) -> list[str | int]:
+    """The segments a grammar path may take next into `schema`."""
+    if not isinstance(schema, dict) or not schema:
+        return []
+    for combo in ("anyOf", "oneOf"):
+        if combo in schema:
+            branches = [s for s in schema[combo] if isinstance(s, dict)
+                        and s.get("type") != "null"]
+            return _parts(branches[0], key, index) if len(branches) == 1 else []
+    types = json_types(schema)
+    if "array" in types and index and types <= {"array", "null"}:
+        return [ANY_INDEX]
+    if "object" in types and key and types <= {"object", "null"}:
+        props = schema.get("properties") or {}
+        names = [k for k in props if _NAME.match(k)]
+        if names:
+            return list(names)
+        return [ANY_KEY] if not props else []
+    return []
+
+
+def grammar_path_text(path: GrammarPath, lead: bool = True) -> str:
+    """A grammar path as text with its wildcards shown (`.items[*].price`), for messages."""
+    text = "".join("[*]" if p == ANY_INDEX else f".{p}" for p in path)
+    return text if lead else text.removeprefix(".")

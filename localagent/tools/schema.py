@@ -15,9 +15,13 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import is_typeddict as typing_is_typeddict
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from typing_extensions import TypedDict
+
+_TEXT_TYPEDDICT_META = type(TypedDict("_Probe", {}))
 
 from localagent.errors import InvalidArgumentsError, PluginLoadError
 from localagent.tools.docstrings import parse_docstring
@@ -166,12 +170,40 @@ def _returns_schema(hints: Mapping[str, Any], qualified_name: str) -> dict[str, 
     if "return" not in hints:
         return {}
     try:
-        raw = TypeAdapter(hints["return"]).json_schema(mode="serialization")
+        raw = TypeAdapter(_pydantic_typeddicts(hints["return"])).json_schema(
+            mode="serialization")
     except Exception as exc:  # noqa: BLE001 - see above
         raise PluginLoadError(
             f"cannot derive the return schema of {qualified_name}: {_first_line(exc)}"
         ) from None
     return clean_schema(inline_refs(raw, qualified_name))
+
+
+def _pydantic_typeddicts(annotation: Any) -> Any:
+    """`annotation` with every `typing.TypedDict` class (which pydantic refuses before
+    Python 3.12) rebuilt as a `typing_extensions.TypedDict` of the same keys, also inside
+    `list[...]`, `dict[str, ...]` and unions, so a return type written with either works."""
+    if typing_is_typeddict(annotation) and not isinstance(annotation, _TEXT_TYPEDDICT_META):
+        hints = get_type_hints(annotation, include_extras=True)
+        fields = {k: _pydantic_typeddicts(v) for k, v in hints.items()}
+        rebuilt: Any = TypedDict(annotation.__name__, fields,  # type: ignore[operator]
+                                 total=annotation.__total__)
+        rebuilt.__required_keys__ = annotation.__required_keys__
+        rebuilt.__optional_keys__ = annotation.__optional_keys__
+        return rebuilt
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is None or not args or origin is Annotated:
+        return annotation
+    converted = tuple(_pydantic_typeddicts(a) for a in args)
+    if converted == args:
+        return annotation
+    try:
+        return annotation.copy_with(converted)  # typing generics (List, Union, Optional)
+    except AttributeError:
+        try:
+            return origin[converted]  # builtin generics: list[...], dict[...]
+        except TypeError:
+            return annotation
 
 
 def inline_refs(schema: dict[str, Any], qualified_name: str = "") -> dict[str, Any]:
