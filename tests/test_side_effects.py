@@ -262,21 +262,25 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> ScriptedLLM:
 
 
 def test_cli_without_a_terminal_or_yes_refuses_and_says_why(scripted, plugin: Path) -> None:
-    scripted.enqueue(compact(call("Notes.Shout", text=append("a"))))
+    """vote=3 + replan=2: three plans, the chosen one refused, re-planned twice into the same
+    call: nothing written, and the refusal said once (a refused call is not asked again)."""
+    scripted.enqueue(*[compact(call("Notes.Shout", text=append("a")))] * 5)
     out = runner.invoke(app, ["run", "note a", "--plugins", str(plugin), "--planner", "tree",
-                              "--techniques", "plain"])
+                              "--techniques", "vote=3+replan=2"])
     assert out.exit_code == 1, out.output
     assert lines(plugin) == []
-    assert 'refused: Notes.Append(line="a") has side effects; no terminal to ask for ' \
-           "approval and no --yes" in " ".join(out.output.split())
+    text = " ".join(out.output.split())
+    assert text.count('refused: Notes.Append(line="a") has side effects; no terminal to ask '
+                      "for approval and no --yes") == 1, text
+    assert len(scripted.requests) == 5  # 3 samples and 2 re-plans
 
 
 def test_cli_yes_runs_exactly_the_planned_calls(scripted, plugin: Path) -> None:
     plan = call("Notes.Shout", text=call("Notes.Append", line=call(
         "Notes.Shout", text=append("a"))))
-    scripted.enqueue(compact(plan))
+    scripted.enqueue(compact(plan), compact(append("b")), compact(plan))  # vote: 2 to 1
     out = runner.invoke(app, ["run", "note a", "--plugins", str(plugin), "--planner", "tree",
-                              "--techniques", "plain", "--yes", "--json"])
+                              "--techniques", "vote=3+replan=2", "--yes", "--json"])
     assert out.exit_code == 0, out.output
     assert lines(plugin) == ["a", "APPENDED: A"]
     assert json.loads(out.output)["answer"] == "APPENDED: APPENDED: A"
