@@ -71,17 +71,42 @@ def test_react_first_step_may_decline_with_the_one_refusal_answer() -> None:
     ("sequential", j({"input": "", "subtasks": [NONE]})),
     ("react", f"Thought: no tool fits\nFinal Answer: {NO_TOOL_ANSWER}"),
 ])
-def test_a_declined_run_has_no_answer_a_reason_and_calls_nothing(planner: str,
-                                                                  output: str) -> None:
-    llm = ScriptedLLM([output])
+def test_the_refusal_the_grammar_admits_ends_the_run_declined(planner: str,
+                                                               output: str) -> None:
+    """The probe opens a call (the model would use a tool), then the planner's own
+    constrained output is the refusal: no answer, a reason, nothing called."""
+    llm = ScriptedLLM(["<tool_call>", output])
     agent = Agent(llm, examples=True, techniques="+decline")
     result = agent.run("What is the capital of France?", planner=planner)
     assert result.answer is None and not result.ok
     assert result.error is not None and result.error.startswith("declined:")
     assert result.stop_reason == result.error
     assert not any(s.get("function") for s in result.steps)  # no tool was called
-    prompt = llm.requests[0].prompt
-    assert ("none" in prompt) and (NO_TOOL_ANSWER in prompt or '"none"' in prompt)
+    probe, planned = llm.requests
+    assert probe.constraint is None and planned.constraint is not None
+    assert ("none" in planned.prompt) and (NO_TOOL_ANSWER in planned.prompt
+                                           or '"none"' in planned.prompt)
+
+
+@pytest.mark.parametrize("planner", ["tree", "sequential", "react", "tools"])
+def test_a_probe_reply_in_prose_declines_before_any_plan(planner: str) -> None:
+    """The model, asked in its own tool-calling format, answers in prose: every planner
+    ends declined after that one short unconstrained request."""
+    llm = ScriptedLLM(["I cannot look that up."])
+    result = Agent(llm, examples=True, techniques="+decline").run(
+        "What is the capital of France?", planner=planner)
+    assert result.answer is None and result.stop_reason.startswith("declined:")
+    assert len(llm.requests) == 1 and llm.requests[0].constraint is None
+    assert "<tools>" in llm.requests[0].prompt  # the offered tools, in the model's own format
+
+
+def test_without_a_tool_format_only_the_grammar_can_decline() -> None:
+    """A model whose chat template has no tool format is not probed (its free reply
+    tells nothing); the refusal plan is still admitted."""
+    llm = ScriptedLLM([j(NONE)], chat_format=None)
+    result = Agent(llm, examples=True, techniques="+decline").run("What is 2 + 2?")
+    assert result.stop_reason.startswith("declined:") and len(llm.requests) == 1
+    assert llm.requests[0].constraint is not None
 
 
 def test_the_refusal_prompt_and_grammar_are_only_there_with_decline() -> None:
@@ -97,7 +122,7 @@ def test_the_refusal_prompt_and_grammar_are_only_there_with_decline() -> None:
 
 
 def test_plan_only_raises_declined() -> None:
-    agent = Agent(ScriptedLLM([j(NONE)]), examples=True, techniques="+decline")
+    agent = Agent(ScriptedLLM(["<tool_call>", j(NONE)]), examples=True, techniques="+decline")
     with pytest.raises(DeclinedError, match=NO_PLAN_MESSAGE):
         agent.plan("What is the capital of France?")
 

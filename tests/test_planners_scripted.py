@@ -277,7 +277,7 @@ def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
     """The default (`grounded+decline`): before the first turn, which must call a tool, a
     few unconstrained tokens show whether the model would open a call at all (`declines`).
     A reply that opens one goes on to the constrained turn; later turns are not probed."""
-    from localagent.planners.tool_calling import DECLINE_PROBE
+    from localagent.planners.decline import PROBE_TOKENS as DECLINE_PROBE
 
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     llm = ScriptedLLM(["<tool_call>", tc("WeatherPlugin.DidItRainToday", city="Athens"),

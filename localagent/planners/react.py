@@ -31,6 +31,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.coverage import Coverage
+from localagent.planners.decline import goal_declined
 from localagent.planners.grounding import grounded_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import NO_TOOL_ANSWER, react_header
@@ -146,6 +147,11 @@ class ReactPlanner:
             on_event: Callable[[Any], None] | None = None) -> ReactOutcome:
         out = ReactOutcome(answer=None)
         emit = _emitter(out, on_event)
+        if self.techniques.decline and goal_declined(self.llm, goal, self.tools,
+                                                     self.settings, out.log):
+            emit("react_step", {"declined": True})
+            out.stop_reason = NO_TOOL_MESSAGE
+            return out
         prompt = react_header(goal, self.tools, self.llm, decline=self.techniques.decline)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded

@@ -35,15 +35,13 @@ from localagent.planners.base import (
 )
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
+from localagent.planners.decline import first_turn, model_declines
 from localagent.planners.grounding import answer_choice, grounded_answers
 from localagent.planners.mentions import anchor_to_goal
-from localagent.planners.prompts import TOOLS_SYSTEM
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
 MAX_CALLS_PER_TURN = 4
-DECLINE_PROBE = 4  # tokens the model writes freely to show whether it opens a call
-CALL_OPENINGS = ("<", "{", "[", "`")  # `<tool_call>`, a bare or fenced JSON call
 ANSWER_ONLY = text_answer(400)
 
 
@@ -158,24 +156,12 @@ class ToolCallingPlanner:
                                 max_tokens=self.max_tokens)
 
     def declines(self, messages: Sequence[Message], log: GenerationLog) -> bool:
-        """Whether the model, left free, answers the goal without calling a tool.
-
-        A grounded turn with nothing observed must call a tool, and under that grammar the
-        model would call *something* even for a goal no tool fits. So its own choice is
-        asked first: a few unconstrained tokens (the prompt is the turn's own, so the
-        prefix is reused); a reply that does not open a call (`<tool_call>`, a JSON object
-        or fence) is a refusal. Only under constraints: unconstrained turns may answer.
-        Only for a model whose chat template has a tool format: one without was never
-        trained to choose between calling and answering, and its free reply tells nothing
-        (measured: SmolLM2-135M opened a call on no BFCL case, so every goal, answerable or
-        not, was declined).
-        """
-        if not self.settings.constrain or not self.llm.info.supports_tools:
-            return False
-        probe = self.llm.chat(list(messages), tools=self.schemas, max_tokens=DECLINE_PROBE,
-                              temperature=0.0, seed=self.settings.seed, constraint=None)
-        log.add(probe)
-        return not probe.text.lstrip().startswith(CALL_OPENINGS)
+        """Whether the model, left free, answers the goal without calling a tool
+        (`decline.model_declines`; the prompt is the first turn's own, so its prefix is
+        reused). A grounded turn with nothing observed must call a tool, and under that
+        grammar the model would call *something* even for a goal no tool fits."""
+        return model_declines(self.llm, messages, self.tools, self.settings, log,
+                              schemas=self.schemas)
 
     def _turn_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
         """With `mentions`, as in ReAct: a call's keys and numbers come from the goal or
@@ -189,8 +175,7 @@ class ToolCallingPlanner:
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
-        messages: list[Message] = [{"role": "system", "content": TOOLS_SYSTEM},
-                                   {"role": "user", "content": goal}]
+        messages: list[Message] = first_turn(goal)
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.techniques.grounded
