@@ -1,0 +1,286 @@
+"""Latency of a goal, side by side: cold process, second process with the disk prompt
+cache, warm in-process; plus the model's raw llama.cpp speed (issue 22).
+
+Usage: python scripts/bench_latency.py [--threads N] [--modes cold,disk,other,warm,raw]
+                                       [--goals N] [--out results.jsonl]
+
+Goals: the README's invoice goal (`--examples`, tree planner) and five goals of
+benchmarks/suites/generalisation.yaml (one per category, over the suite's plugins), each
+run as a user runs it: `localagent run GOAL --json` with the default filter.
+
+- cold: a new process with an empty `LOCALAGENT_HOME` (the prompt cache starts empty and
+  is filled by this run);
+- disk: a second new process, same goal, same home (the disk cache holds its prompt);
+- other: a new process per goal in one shared home, goals in order, so each finds only
+  the prefixes the *other* goals over the same tools left (the first goal of each tool set
+  finds nothing);
+- warm: one process, one model, one Agent per tool set, the disk cache off: a different
+  goal over the same tools first, then each goal (in-memory KV reuse only);
+- raw: the same model on the invoice goal's real prompt: prompt tokens/s (nothing
+  reused), generation tokens/s without any logits processor, and under the tree grammar;
+  the ratio is constrained / unconstrained tokens per second.
+
+The tool index lives in one folder for every run (built once before the runs), so a cold
+run's seconds are not an index build. Seconds on a shared machine move with its load:
+compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "benchmarks" / "suites" / "generalisation.yaml"
+INVOICE = "What is the total of the invoices of A and C?"
+INVOICE_ANSWER = 22000  # A 2000 + C 20000 (localagent/tools/examples/demo.py)
+INVOICE_WARMUP = "What is the invoice of B minus the invoice of D?"
+WARMUP_ANSWER = -5200  # B 1500 - D 6700
+SUITE_IDS = ("lookup-pages-salt-road", "arithmetic-population-norway-chile",
+             "chain-department-of-atlas-driver", "conditional-more-points-wolves-otters",
+             "list-books-by-okafor")
+SUITE_WARMUP = "lookup-capital-kenya"
+MODES = ("cold", "disk", "other", "warm", "raw")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """One goal and how `localagent run` offers its tools."""
+
+    key: str
+    text: str
+    args: tuple[str, ...]  # --examples, or --plugins/--exclude of the suite task
+    group: str  # goals of one group share their tools
+
+
+def goals(limit: int) -> tuple[list[Goal], dict[str, Goal], Any]:
+    """The goals in order, a warm-up goal per group, and the suite (for judging)."""
+    from localagent.bench.suite import load_suite
+
+    suite = load_suite(SUITE)
+    tasks = {t.id: t for t in suite.tasks}
+
+    def suite_goal(task_id: str) -> Goal:
+        task = tasks[task_id]
+        args: list[str] = []
+        for plugin in task.plugins:  # a built-in (MathPlugin) is always there
+            if (task.base_dir / plugin).exists():
+                args += ["--plugins", str(task.base_dir / plugin)]
+        for name in task.exclude:
+            args += ["--exclude", name]
+        return Goal(task_id, task.goal, tuple(args), "suite")
+
+    found = [Goal("invoice", INVOICE, ("--examples",), "examples")]
+    found += [suite_goal(i) for i in SUITE_IDS]
+    warmups = {"examples": Goal("invoice-warmup", INVOICE_WARMUP, ("--examples",), "examples"),
+               "suite": suite_goal(SUITE_WARMUP)}
+    return found[:limit], warmups, suite
+
+
+def correct(goal: Goal, run: dict[str, Any], suite: Any) -> bool:
+    """The answer judged as the suite judges it (examples goals: the number expected)."""
+    if goal.group == "examples":
+        expected = INVOICE_ANSWER if goal.text == INVOICE else WARMUP_ANSWER
+        try:
+            return float(str(run.get("answer"))) == expected
+        except ValueError:
+            return False
+    from localagent.bench.compare import judge
+
+    task = next(t for t in suite.tasks if t.id == goal.key)
+    return judge(task, run.get("answer"), run) is None
+
+
+def run_process(goal: Goal, home: Path, index: Path, threads: int) -> dict[str, Any]:
+    """`localagent run GOAL --json` in a new process; its JSON plus the wall seconds."""
+    env = {**os.environ, "LOCALAGENT_HOME": str(home), "LOCALAGENT_INDEX_DIR": str(index),
+           "LOCALAGENT_PROMPT_CACHE": "1"}
+    cmd = [sys.executable, "-c", "from localagent.cli import app; app(prog_name='localagent')",
+           "run", goal.text, "--json", "--threads", str(threads), *goal.args]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=1800, check=False)
+    wall = time.perf_counter() - start
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"error": done.stderr.strip()[-300:] or "no output", "wall": wall}
+    return {**json.loads(lines[-1]), "wall": wall}
+
+
+def row(mode: str, goal: Goal, run: dict[str, Any], suite: Any) -> dict[str, Any]:
+    u = run.get("usage") or {}
+    return {"mode": mode, "goal": goal.key, "prompt_tokens": u.get("prompt_tokens", 0),
+            "evaluated": u.get("prompt_tokens_evaluated", 0),
+            "reused": u.get("prompt_tokens_reused", 0),
+            "loaded": u.get("prompt_tokens_loaded", 0),
+            "generated": u.get("completion_tokens", 0), "llm_s": u.get("seconds", 0.0),
+            "agent_s": run.get("seconds", 0.0), "wall_s": run.get("wall"),
+            "ok": correct(goal, run, suite) if "usage" in run else False,
+            "error": run.get("error")}
+
+
+def make_agent(goal: Goal, model: Any) -> Any:
+    """The Agent `localagent run` builds for this goal's flags (default filter, settings),
+    over `model` (an LLM, or None: loaded on first use)."""
+    from localagent.agent import Agent
+    from localagent.cli.run import _filter, _settings
+
+    argv = list(goal.args)
+    plugins = [argv[i + 1] for i, a in enumerate(argv) if a == "--plugins"]
+    exclude = [argv[i + 1] for i, a in enumerate(argv) if a == "--exclude"]
+    cfg = _settings(examples="--examples" in argv)
+    return Agent(model, plugins, filter=_filter(None, None, None, exclude, None),
+                 constrain=cfg.value("constrain"), techniques=cfg.value("techniques"),
+                 examples=cfg.value("examples"))
+
+
+def build_index(all_goals: list[Goal], index: Path) -> None:
+    """Fill the shared tool index once, so that no timed run embeds the tools."""
+    os.environ["LOCALAGENT_INDEX_DIR"] = str(index)
+    for goal in all_goals:
+        make_agent(goal, None).tools_for(goal.text)
+
+
+def warm_rows(rows: list[dict[str, Any]], all_goals: list[Goal], warmups: dict[str, Goal],
+              threads: int, suite: Any, keep: bool) -> tuple[Any, Any]:
+    """Every goal in one process: one model, one Agent per group, disk cache off; the
+    rows are appended to `rows` when `keep`. Returns the model and the examples agent."""
+    from localagent.llm import load_llm
+
+    llm = load_llm(None, n_threads=threads)
+    llm.set_prompt_cache(None)  # type: ignore[attr-defined]
+    agents: dict[str, Any] = {}
+    for goal in all_goals:
+        if goal.group not in agents:
+            agent = agents[goal.group] = make_agent(goal, llm)
+            first = warmups[goal.group]
+            if keep:
+                rows.append(row("warm-first", first, _agent_run(agent, first.text), suite))
+        if keep:
+            rows.append(row("warm", goal, _agent_run(agents[goal.group], goal.text), suite))
+    if keep and all_goals and all_goals[0].key == "invoice":
+        again = _agent_run(agents["examples"], INVOICE)
+        rows.append(row("warm-same", all_goals[0], again, suite))
+    return llm, agents.get("examples")
+
+
+def _agent_run(agent: Any, text: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    result = agent.run(text, planner="tree")
+    return {**result.to_dict(), "wall": time.perf_counter() - start}
+
+
+def raw_speed(llm: Any, agent: Any) -> dict[str, Any]:
+    """Prompt and generation tokens/s on the invoice goal's own prompt; the grammar's
+    per-token cost as constrained / unconstrained tokens per second."""
+    from localagent.planners.tree import TreePlanner
+
+    specs = agent.tools_for(INVOICE)
+    planner = TreePlanner(agent.llm, specs, agent.settings)
+    tools = planner.tools_for(INVOICE)
+    prompt = llm.format_chat(planner.messages(INVOICE, tools))
+    constraint = planner.constraint(tools, INVOICE)
+    llm.reset_cache()
+    first = llm.complete(prompt, max_tokens=1)
+    prompt_tps = first.usage.prompt_tokens_evaluated / first.usage.seconds
+
+    def speed(**kwargs: Any) -> tuple[float, int]:
+        c = llm.complete(prompt, max_tokens=160, **kwargs)  # prompt cached: 1 token evaluated
+        return c.usage.completion_tokens / c.usage.seconds, c.usage.completion_tokens
+
+    free, free_n = speed()
+    speed(constraint=constraint)  # compile and warm the grammar
+    bound, bound_n = speed(constraint=constraint)
+    return {"mode": "raw", "prompt_tokens": first.usage.prompt_tokens,
+            "prompt_tokens_per_s": round(prompt_tps, 1),
+            "generation_tokens_per_s": round(free, 1), "generated": free_n,
+            "constrained_tokens_per_s": round(bound, 1), "constrained_generated": bound_n,
+            "ratio_constrained_unconstrained": round(bound / free, 2)}
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'mode':11} {'goal':40} {'prompt':>6} {'eval':>6} {'reused':>6} {'disk':>6} "
+          f"{'gen':>4} {'llm s':>6} {'run s':>6} {'wall s':>6}  ok")
+    for r in rows:
+        if r["mode"] == "raw":
+            continue
+        wall = f"{r['wall_s']:6.1f}" if r.get("wall_s") is not None else "     -"
+        print(f"{r['mode']:11} {r['goal'][:40]:40} {r['prompt_tokens']:6} {r['evaluated']:6} "
+              f"{r['reused']:6} {r['loaded']:6} {r['generated']:4} {r['llm_s']:6.1f} "
+              f"{r['agent_s']:6.1f} {wall}  {'yes' if r['ok'] else 'no'}"
+              + (f"  ({r['error'][:60]})" if r.get("error") else ""))
+    for r in rows:
+        if r["mode"] == "raw":
+            print(f"raw: prompt {r['prompt_tokens_per_s']} tokens/s ({r['prompt_tokens']} "
+                  f"tokens), generation {r['generation_tokens_per_s']} tokens/s unconstrained, "
+                  f"{r['constrained_tokens_per_s']} under the tree grammar: ratio "
+                  f"{r['ratio_constrained_unconstrained']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated, from {', '.join(MODES)}")
+    parser.add_argument("--goals", type=int, default=6, help="the first N goals (1..6)")
+    parser.add_argument("--out", type=Path, help="also write the rows as JSON lines here")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown or not 1 <= args.goals <= 6:
+        parser.error(f"unknown mode(s) {', '.join(unknown)}" if unknown else "--goals: 1..6")
+    all_goals, warmups, suite = goals(args.goals)
+    rows = Rows(args.out)
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
+        work = Path(tmp)
+        index = work / "index"
+        build_index([*all_goals, *warmups.values()], index)
+        for i, goal in enumerate(all_goals):
+            home = work / f"home-{i}"
+            if "cold" in modes:
+                rows.append(row("cold", goal, run_process(goal, home, index, args.threads),
+                                suite))
+            if "disk" in modes:
+                rows.append(row("disk", goal, run_process(goal, home, index, args.threads),
+                                suite))
+        if "other" in modes:
+            shared = work / "home-shared"
+            for goal in all_goals:
+                rows.append(row("other", goal, run_process(goal, shared, index, args.threads),
+                                suite))
+        if "warm" in modes or "raw" in modes:
+            llm, agent = warm_rows(rows, all_goals, warmups, args.threads, suite,
+                                   keep="warm" in modes)
+            if "raw" in modes and agent is not None:
+                rows.append(raw_speed(llm, agent))
+    print(f"threads {args.threads}, load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs at the end")
+    print_table(rows)
+    return 0
+
+
+class Rows(list[dict[str, Any]]):
+    """The result rows; each is also appended to `out` (JSON lines) as soon as it exists."""
+
+    def __init__(self, out: Path | None) -> None:
+        super().__init__()
+        self.out = out
+
+    def append(self, item: dict[str, Any]) -> None:
+        super().append(item)
+        if self.out is not None:
+            with open(self.out, "a", encoding="utf-8") as f:
+                f.write(json.dumps(item) + "\n")
+
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
