@@ -116,3 +116,19 @@ def test_the_graph_counts_imports_inside_functions_and_under_type_checking() -> 
 def test_no_import_cycles() -> None:
     new = [sorted(c) for c in cycles(import_graph()) if c not in KNOWN]
     assert new == [], f"import cycles: {new}"
+
+
+def test_public_names_of_localagent_tools_are_not_shadowed_by_submodules() -> None:
+    """Importing a submodule sets it as an attribute of its package; a submodule named
+    like a public name (`tools/tool.py` next to `@tool`) would replace that name, and
+    `from localagent.tools import tool` would give a module."""
+    import importlib
+    import pkgutil
+    import types
+
+    import localagent.tools as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"localagent.tools.{info.name}")
+    for name in package.__all__:
+        assert not isinstance(getattr(package, name), types.ModuleType), name

@@ -21,7 +21,7 @@ from localagent.errors import UsageError
 from localagent.llm.base import LLM
 from localagent.tools.registry import ToolRegistry
 from localagent.tools.spec import ToolSpec
-from localagent.tools.tool import Tool
+from localagent.tools.function import Tool
 
 
 def known_plugins() -> dict[str, Any]:

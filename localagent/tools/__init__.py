@@ -25,7 +25,7 @@ __all__ = [
 
 _WHERE = {
     "tool": "localagent.tools.decorator",
-    "Tool": "localagent.tools.tool",
+    "Tool": "localagent.tools.function",
     "ToolRegistry": "localagent.tools.registry",
     "default_registry": "localagent.tools.registry",
     "ToolSpec": "localagent.tools.spec",

@@ -30,7 +30,7 @@ from localagent.errors import InvalidArgumentsError, PluginLoadError
 from localagent.tools.decorator import NAME_RE
 from localagent.tools.recording_stub import RecordingStub
 from localagent.tools.spec import ToolSpec
-from localagent.tools.tool import Tool, check_name, make_caller
+from localagent.tools.function import Tool, check_name, make_caller
 
 __all__ = ["RecordingStub", "schema_tool", "schema_tools"]
 

@@ -81,7 +81,7 @@ from localagent.errors import (
 )
 from localagent.tools.decorator import NAME_RE
 from localagent.tools.from_schema import schema_tool
-from localagent.tools.tool import Tool
+from localagent.tools.function import Tool
 
 if TYPE_CHECKING:
     from localagent.tools.registry import ToolRegistry

@@ -19,7 +19,7 @@ from types import ModuleType
 
 from localagent.errors import PluginLoadError
 from localagent.tools.decorator import marker_of
-from localagent.tools.tool import Tool
+from localagent.tools.function import Tool
 
 
 def plugin_tools(plugin: object, name: str | None = None) -> list[Tool]:
