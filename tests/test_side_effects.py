@@ -370,3 +370,19 @@ def test_piped_chat_refuses_without_yes_and_runs_with_it(scripted, plugin: Path)
     out = runner.invoke(app, ["chat", "--plugins", str(plugin), "--planner", "tree",
                               "--techniques", "plain", "--yes"], input="note a\n")
     assert lines(plugin) == ["a"] and "1 answered" in out.output, out.output
+
+
+def test_exec_asks_like_run(plugin: Path, tmp_path: Path) -> None:
+    """A saved plan replayed with `exec`: refused without a terminal or --yes, run once
+    with --yes, placeholder only with --dry-run."""
+    saved = tmp_path / "plan.json"
+    saved.write_text(compact(call("Notes.Shout", text=append("a"))), encoding="utf-8")
+    args = ["exec", str(saved), "--plugins", str(plugin)]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 1 and lines(plugin) == []
+    assert "no terminal to ask for approval and no --yes" in " ".join(refused.output.split())
+    dry = runner.invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0 and lines(plugin) == []
+    approved = runner.invoke(app, [*args, "--yes"])
+    assert approved.exit_code == 0, approved.output
+    assert lines(plugin) == ["a"] and "APPENDED: A" in approved.output

@@ -54,7 +54,14 @@ def exec_command(
     max_seconds: Annotated[float, typer.Option(help="Budget of seconds.")] = 600.0,
     on_error: OnError = "stop",
     max_depth: Annotated[int, typer.Option(help="Deepest nesting of calls allowed.")] = 4,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every call of a function "
+                                      "with side effects without asking (default: ask on a "
+                                      "terminal, refuse without one).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run only read-only functions: "
+                                          "calls with side effects get a placeholder "
+                                          "result.")] = False,
 ) -> None:
+    from localagent.cli.approval import cli_approver
     from localagent.executor import ExecutionPolicy, Executor
     from localagent.plan import plan_from_json, plan_to_dict, validate
     from localagent.tools.registry import default_registry
@@ -65,7 +72,10 @@ def exec_command(
     validate(plan, registry, max_depth=max_depth)
     policy = ExecutionPolicy(call_timeout=timeout, max_calls=max_calls, max_seconds=max_seconds,
                              on_error=on_error, max_depth=max_depth)
-    executor = Executor(registry, policy)
+    from localagent.side_effects import SideEffectLedger
+
+    executor = Executor(registry, policy,
+                        effects=SideEffectLedger(cli_approver(yes), dry_run=dry_run))
     start: list[float] = []
 
     def show(event: Any) -> None:

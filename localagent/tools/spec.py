@@ -63,7 +63,8 @@ class ToolSpec:
 class ToolError:
     """A failure of one call, carried as data (the caller never crashes)."""
 
-    kind: Literal["invalid_arguments", "unknown_function", "timeout", "exception", "unserializable"]
+    kind: Literal["invalid_arguments", "unknown_function", "timeout", "exception",
+                  "unserializable", "refused"]  # refused: a side-effect call not approved
     message: str
     # The exception behind the error, when there was one (kept for callers such as the CLI
     # that map typed errors to exit codes); not part of equality or repr.
