@@ -27,9 +27,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               | react, tools       | states (react, tools: or a result shows); otherwise they  |
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
-| decline       | tools              | with grounded: the model first writes a few tokens freely; |
-|               |                    | a reply that opens no call ends the run declined ("no     |
-|               |                    | offered tool fits", no answer)                            |
+| decline       | tools, tree,       | the model first writes a few tokens freely in its own     |
+|               | sequential, react  | tool-calling format; a reply that opens no call ends the  |
+|               |                    | run declined ("no offered tool fits", no answer; tools:   |
+|               |                    | with grounded) (decline.py)                               |
 |               | tree, sequential   | the grammar also admits the refusal plan (the pseudo-     |
 |               |                    | function `none`, alone); writing it ends the run declined |
 |               | react              | the first step may also be the Final Answer "none of the  |
@@ -79,7 +80,9 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | ("a short poem ..., in uppercase") is offered only the    |
 |               |                    | functions it names, in its order (named.py)               |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
-| vote=K        | tree, sequential   | sample K plans, execute them, answer by majority          |
+| vote=K        | tree, sequential   | sample K plans, execute them, answer by majority; with a  |
+|               |                    | side-effect function offered, only the plan most samples  |
+|               |                    | wrote runs (plan_runner.py)                               |
 """
 
 from __future__ import annotations
