@@ -67,7 +67,6 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
@@ -462,8 +461,8 @@ class McpServer:
 
         function = {"name": local, "description": listed.description or "",
                     "parameters": listed.input_schema, "returns": returns}
-        tool = schema_tool(function, call, plugin=self.name)
-        return replace(tool, spec=replace(tool.spec, side_effects=side_effects(listed.annotations)))
+        return schema_tool(function, call, plugin=self.name,
+                           side_effects=side_effects(listed.annotations))
 
     def close(self) -> None:
         """Stop the server (idempotent); its tools fail with McpToolError afterwards."""
