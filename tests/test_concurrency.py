@@ -128,5 +128,6 @@ def test_corrupt_index_is_set_aside_rebuilt_and_warned(
     report = index.sync(specs)
     assert report.added == len(specs) and report.embedded == len(specs)
     assert index.stored_hashes() == {s.qualified_name: s.content_hash for s in specs}
-    assert index.search(specs[7].embedding_text(), top_k=1)[0].qualified_name == specs[7].qualified_name
+    best = index.search(specs[7].embedding_text(), top_k=1)[0]
+    assert best.qualified_name == specs[7].qualified_name
     assert ToolIndex(path, HashEmbedder()).warnings == []  # the rebuilt folder opens cleanly

@@ -77,6 +77,13 @@ def test_index_twice_then_search_over_http(tmp_path: Path, server: str) -> None:
     assert found.returncode == 0, found.stderr
     assert "DemoPlugin.Diff" in found.stdout
     assert _stored(server) == _hashes(True)
+    # fewer plugins here: a shared server keeps the others' functions unless --prune
+    kept = run_cli("tools", "index", env=env)
+    assert kept.returncode == 0 and "removed 0" in kept.stdout, kept.stderr
+    assert _stored(server) == _hashes(True)
+    pruned = run_cli("tools", "index", "--prune", env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert _stored(server) == _hashes(False)
     assert not (tmp_path / "local-index").exists()  # nothing went to the local folder
 
 

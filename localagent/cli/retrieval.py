@@ -59,13 +59,18 @@ def index_command(
     examples: Optional[bool] = EXAMPLES_OPT,  # noqa: UP045
     mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
     rebuild: bool = typer.Option(
-        False, "--rebuild", help="Delete the index folder (with LOCALAGENT_CHROMA_URL: this embedding model's "
-        "collection on the server) and embed every function again."
+        False, "--rebuild", help="Delete the index folder (with LOCALAGENT_CHROMA_URL: this "
+        "embedding model's collection on the server) and embed every function again."
+    ),
+    prune: Optional[bool] = typer.Option(  # noqa: UP045
+        None, "--prune/--no-prune", help="Delete stored functions that are not available here "
+        "(default: yes in the local folder, no on a Chroma server, which others share)."
     ),
 ) -> None:
     """Embed the descriptions of the available functions into the tool index.
 
-    Only new and changed functions are embedded; functions no longer available are removed.
+    Only new and changed functions are embedded; functions no longer available are removed
+    (on a Chroma server only with --prune: other users' functions live there too).
 
     Example: localagent tools index --plugins my_tools.py
     """
@@ -73,7 +78,7 @@ def index_command(
 
     specs = _specs(plugins, examples, mcp, ctx)
     index = ToolIndex(rebuild=rebuild)
-    report = _sync_with_progress(index, specs, prune=True)
+    report = _sync_with_progress(index, specs, prune=not index.remote if prune is None else prune)
     console.print(_report_line(report, index), markup=False, highlight=False)
 
 

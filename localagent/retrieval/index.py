@@ -211,7 +211,9 @@ class ToolIndex:
             with self._use("write", write=True) as collection:
                 now = _hashes(collection)
                 fresh = [
-                    (s, v) for s, v in zip(todo, vectors) if now.get(s.qualified_name) != s.content_hash
+                    (s, v)
+                    for s, v in zip(todo, vectors)
+                    if now.get(s.qualified_name) != s.content_hash
                 ]
                 for start in range(0, len(fresh), BATCH):
                     _upsert(collection, fresh[start : start + BATCH])
