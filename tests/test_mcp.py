@@ -76,7 +76,7 @@ def test_lists_every_tool_with_its_schemas_under_the_servers_name(inventory):
     assert inventory.name == "Inventory" == inventory.server_name
     by_name = {s.qualified_name: s for s in inventory.specs}
     assert sorted(by_name) == [f"Inventory.{n}" for n in (
-        "add_note", "discontinue", "get_product", "get_stock", "list_skus", "reorder_level",
+        "add_note", "count_all", "discontinue", "get_product", "get_stock", "list_skus", "reorder_level",
         "set_stock")]
     stock = by_name["Inventory.get_stock"]
     assert stock.description == "Get the number of units in stock of a product, by its SKU."
@@ -91,7 +91,7 @@ def test_lists_every_tool_with_its_schemas_under_the_servers_name(inventory):
 def test_annotations_set_side_effects_with_the_specs_defaults(inventory):
     effects = {s.name: s.side_effects for s in inventory.specs}
     assert effects == {
-        "get_stock": False, "get_product": False,  # readOnlyHint: true
+        "get_stock": False, "get_product": False, "count_all": False,  # readOnlyHint: true
         "set_stock": True,  # destructiveHint: true
         "add_note": True,  # readOnlyHint: false, destructiveHint: false (additive)
         "reorder_level": True,  # annotations without readOnlyHint: the default false
@@ -128,6 +128,12 @@ def test_a_tool_error_is_a_tool_error_in_the_result(registry):
     assert result.error.kind == "exception"
     assert isinstance(result.error.exception, McpToolError)
     assert "cannot discontinue X1" in result.error.message
+
+
+def test_a_call_past_its_timeout_is_a_timeout_and_the_session_goes_on(registry):
+    slow = registry.invoke("Inventory.count_all", {"wait_seconds": 30}, timeout=0.5)
+    assert slow.error is not None and slow.error.kind == "timeout"
+    assert registry.invoke("Inventory.count_all", {}).value > 0
 
 
 def test_arguments_are_checked_against_the_input_schema_before_the_call(registry):
@@ -219,6 +225,18 @@ def test_every_planner_calls_mcp_tools_through_the_executor(planner, outputs, an
     assert "Jane Austen" in json.dumps(result.steps)  # the call really ran on the server
 
 
+def test_nested_calls_run_concurrently_on_one_session():
+    """A tree whose two lookups the executor starts together, from its event loop."""
+    pages = {"function": "MathPlugin.add", "args": {
+        "value1": {"function": "Library.count_pages", "args": {"title": "Dune"}},
+        "value2": {"function": "Library.count_pages", "args": {"title": "Beloved"}}}}
+    llm = ScriptedLLM([json.dumps({"reasoning": "r", "plan": pages})])
+    with Agent(llm, mcp=[LIBRARY], techniques="plain") as agent:
+        result = agent.run("Pages of Dune and Beloved together?", planner="tree")
+    assert result.ok, result.error
+    assert result.answer == 412 + 324
+
+
 def test_agent_close_stops_its_servers(tmp_path):
     pid_file = tmp_path / "pid"
     agent = Agent(ScriptedLLM(), mcp=[command("inventory.py", "--pid-file", str(pid_file))])
@@ -245,6 +263,39 @@ def test_tools_call_calls_through_the_server():
                                  "title=Ulysses", "--mcp", LIBRARY])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == 730
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """The CLI's model is a scripted one; every function offered (no embedding filter)."""
+    import localagent.llm
+
+    llm = ScriptedLLM()
+    monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
+    return llm
+
+
+def test_run_stops_the_server_when_the_command_ends(scripted, tmp_path):
+    pid_file = tmp_path / "pid"
+    scripted.enqueue(json.dumps({"reasoning": "r", "plan": {
+        "function": "Inventory.get_stock", "args": {"sku": "K9"}}}))
+    result = runner.invoke(app, ["run", "How many K9 are in stock?", "--json", "--mcp",
+                                 command("inventory.py", "--pid-file", str(pid_file))])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["answer"] == 3
+    assert gone(int(pid_file.read_text()))
+
+
+def test_plan_and_chat_take_mcp_servers(scripted):
+    scripted.enqueue(TREE)
+    planned = runner.invoke(app, ["plan", "Who wrote Emma?", "--mcp", LIBRARY])
+    assert planned.exit_code == 0, planned.output
+    assert json.loads(planned.output)["root"]["function"] == "Library.get_author"
+    scripted.enqueue(TREE)
+    chat = runner.invoke(app, ["chat", "--mcp", LIBRARY], input="Who wrote Emma?\n")
+    assert chat.exit_code == 0, chat.output
+    assert "answer: Jane Austen" in chat.output
 
 
 def test_the_config_setting_starts_servers_too(monkeypatch):

@@ -6,6 +6,7 @@ tested against the real protocol. Fixed data; `set_stock` changes it for this pr
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -66,6 +67,13 @@ def list_skus() -> str:
     import json
 
     return json.dumps(sorted(STOCK))
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def count_all(wait_seconds: float = 0.0) -> int:
+    """Count every unit in stock, after waiting `wait_seconds` (a slow lookup)."""
+    await asyncio.sleep(wait_seconds)
+    return sum(STOCK.values())
 
 
 @server.tool()
