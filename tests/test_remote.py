@@ -24,6 +24,7 @@ from localagent.errors import ConstraintError, UsageError
 from localagent.llm.remote import (
     CANARY_TEXT,
     RemoteLLM,
+    RemoteServerError,
     ServerSpec,
     completion_body,
     lark_text,
@@ -224,6 +225,24 @@ def test_an_output_that_breaks_the_grammar_is_retried_once_then_rejected() -> No
 def test_one_bad_output_then_a_good_one_passes() -> None:
     engine = StubEngine("vllm", outputs=["maybe", "no"])
     assert _remote(engine).complete("Q: ", max_tokens=3, constraint=YES_NO).text == "no"
+
+
+def test_failures_during_a_run_end_the_run_like_the_local_backend() -> None:
+    engine = StubEngine("vllm", outputs=[])
+    llm = _remote(engine)
+    replies = iter([
+        httpx.Response(400, json={"error": {"message": "does not compile",
+                                            "type": "constraint_error"}}),
+        httpx.Response(500, json={"error": {"message": "out of memory"}}),
+        httpx.Response(400, json={"error": {"message": "too long"}}),
+    ])
+    llm._http = httpx.Client(transport=httpx.MockTransport(lambda request: next(replies)))
+    with pytest.raises(ConstraintError, match="does not compile"):
+        llm.complete("Q: ", max_tokens=3, constraint=YES_NO)
+    for message in ("out of memory", "too long"):
+        with pytest.raises(RemoteServerError, match=message) as info:
+            llm.complete("Q: ", max_tokens=3)
+        assert info.value.exit_code == 1
 
 
 def test_a_server_that_does_not_enforce_grammars_is_refused_at_connect() -> None:

@@ -229,7 +229,7 @@ def test_real_server_enforces_a_grammar_the_model_would_not_follow(served: Serve
     assert text in ("zebra-17-quartz", "zebra-42-quartz")
     broken = httpx.post(f"{served.url}/completions", headers=_auth(), timeout=60, json={
         "prompt": "x", "structured_outputs": {"grammar": "start: ((("}})
-    assert broken.status_code == 400
+    assert broken.status_code == 400 and broken.json()["error"]["type"] == "constraint_error"
     assert httpx.post(f"{served.url}/completions", json={"prompt": "x"}).status_code == 401
 
 

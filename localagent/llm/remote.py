@@ -74,6 +74,7 @@ CANARY_TEXT = "qz7-canary-XW4"
 CANARY_CONSTRAINT = Constraint(kind="lark", source=f'start: "{CANARY_TEXT}"', name="canary")
 CANARY_PROMPT = "Say hello.\n"
 LLGUIDANCE_MARKER = "%llguidance {}\n"
+CONSTRAINT_ERROR_TYPE = "constraint_error"  # `localagent serve`: the grammar does not compile
 
 ENFORCE_HINTS: dict[str, str] = {
     "vllm": "start vLLM with --structured-outputs-config.backend guidance",
@@ -219,7 +220,9 @@ class RemoteLLM(LLM):
     Construction connects: it reads the model list (the name must be served, except on
     llama-server, which serves one model under any name) and the context size, then runs
     the canary unless `canary=False`. Connection problems then are `UsageError`s (exit 2);
-    during a run, `RemoteServerError`s (exit 1). `transport` is for httpx stubs in tests.
+    during a run, a refused API key is a `UsageError`, a grammar the server cannot compile
+    a `ConstraintError` and any other failure a `RemoteServerError` (both exit 1, so the
+    agent reports a run without an answer, as with the local backend). `transport` is for httpx stubs in tests.
     """
 
     def __init__(self, spec: ServerSpec, *, temperature: float = 0.0, seed: int = 0,
@@ -404,11 +407,19 @@ class RemoteLLM(LLM):
             data = None
         if response.status_code >= 400:
             message = _error_message(data) or response.text[:200]
-            error = UsageError if response.status_code < 500 else failure
+            # As the local backend: a grammar that does not compile is a ConstraintError,
+            # and during a run any failed request ends the run without an answer (exit 1).
+            error = (ConstraintError if _error_type(data) == CONSTRAINT_ERROR_TYPE
+                     and not self._connecting else failure)
             raise error(f"{method} {url}: HTTP {response.status_code}: {message}")
         if not isinstance(data, dict):
             raise failure(f"{method} {url}: the reply is not a JSON object")
         return data
+
+
+def _error_type(data: Any) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error.get("type", "")) if isinstance(error, dict) else ""
 
 
 def _error_message(data: Any) -> str:

@@ -33,8 +33,9 @@ from typing import Any
 
 from typing_extensions import Self
 
-from localagent.errors import LocalAgentError
+from localagent.errors import ConstraintError, LocalAgentError
 from localagent.llm.base import LLM, Completion
+from localagent.llm.remote import CONSTRAINT_ERROR_TYPE
 from localagent.server.protocol import (
     BadRequest,
     GenerationRequest,
@@ -233,7 +234,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.BAD_REQUEST, error_body(str(exc)))
         except _NotFound as exc:
             self._send(HTTPStatus.NOT_FOUND, error_body(str(exc), "not_found_error", 404))
-        except LocalAgentError as exc:  # e.g. a grammar that does not compile: the client's
+        except ConstraintError as exc:  # a grammar that does not compile: the client's
+            self._send(HTTPStatus.BAD_REQUEST, error_body(exc.one_line(), CONSTRAINT_ERROR_TYPE))
+        except LocalAgentError as exc:  # e.g. a prompt longer than the context window
             self._send(HTTPStatus.BAD_REQUEST, error_body(exc.one_line()))
         except Exception as exc:  # noqa: BLE001 - one bad request must not kill the server
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR,
