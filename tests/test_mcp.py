@@ -136,6 +136,18 @@ def test_a_call_past_its_timeout_is_a_timeout_and_the_session_goes_on(registry):
     assert registry.invoke("Inventory.count_all", {}).value > 0
 
 
+def test_a_server_that_dies_mid_run_gives_tool_errors_not_a_hang():
+    registry = ToolRegistry()
+    with connect_servers([command("crashy.py")], registry):
+        assert registry.invoke("Crashy.echo", {"text": "hi"}).value == "hi"
+        died = registry.invoke("Crashy.crash", {})
+        after = registry.invoke("Crashy.echo", {"text": "hi"})
+    for result in (died, after):
+        assert result.error is not None and result.error.kind == "exception"
+        assert result.error.message.startswith("Crashy.")
+        assert "Connection closed" in result.error.message
+
+
 def test_arguments_are_checked_against_the_input_schema_before_the_call(registry):
     result = registry.invoke("Inventory.get_stock", {"sku": "ZZ"})
     assert result.error is not None and result.error.kind == "invalid_arguments"

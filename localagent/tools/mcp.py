@@ -288,29 +288,32 @@ class _Connection:
         finally:
             self.session = None
 
-    async def _call(self, name: str, args: dict[str, Any]) -> Any:
+    async def _call(self, name: str, args: dict[str, Any], shown: str) -> Any:
         session = self.session
         if session is None:
-            raise McpToolError("the MCP server is not running")
+            raise McpToolError(f"{shown}: the MCP server is not running")
         try:
             return await session.call_tool(name, args)
         except asyncio.CancelledError:
             if self.closing:  # the run ended under this call: an error, not a cancellation
-                raise McpToolError("the MCP server was shut down during the call") from None
+                raise McpToolError(f"{shown}: the MCP server was shut down during the call"
+                                   ) from None
             raise
         except Exception as exc:  # noqa: BLE001 - protocol failures become tool errors
-            raise McpToolError(_describe(exc)) from None
+            raise McpToolError(f"{shown}: {_describe(exc)}") from None
 
-    def call(self, name: str, args: dict[str, Any]) -> concurrent.futures.Future[Any]:
-        """Submit one `tools/call` to the session's loop, from any thread."""
+    def call(self, name: str, args: dict[str, Any],
+             shown: str) -> concurrent.futures.Future[Any]:
+        """Submit one `tools/call` to the session's loop, from any thread; `shown` names
+        the tool in error messages."""
         if self.session is None or self.closing:
-            raise McpToolError("the MCP server is not running")
-        coro = self._call(name, args)
+            raise McpToolError(f"{shown}: the MCP server is not running")
+        coro = self._call(name, args, shown)
         try:
             return asyncio.run_coroutine_threadsafe(coro, self.loop)
         except RuntimeError:  # the loop closed meanwhile
             coro.close()
-            raise McpToolError("the MCP server is not running") from None
+            raise McpToolError(f"{shown}: the MCP server is not running") from None
 
     def stop(self) -> None:
         """End the session (or the start under way) and wait for the process to stop."""
@@ -456,7 +459,7 @@ class McpServer:
         mcp_name = listed.name
 
         async def call(**kwargs: Any) -> Any:
-            future = conn.call(mcp_name, kwargs)
+            future = conn.call(mcp_name, kwargs, qualified)
             return result_value(await asyncio.wrap_future(future), qualified, unwrap)
 
         function = {"name": local, "description": listed.description or "",
