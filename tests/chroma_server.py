@@ -60,9 +60,10 @@ def chroma_server(data: Path) -> Iterator[str]:
 
 
 @contextmanager
-def token_proxy(upstream: str, token: str) -> Iterator[str]:
-    """A minimal reverse proxy in front of `upstream` that answers 401 unless the request
-    carries `Authorization: Bearer TOKEN` (what Caddy or nginx do in docs/deployment.md)."""
+def token_proxy(upstream: str, token: str, prefix: str = "") -> Iterator[str]:
+    """A minimal reverse proxy that serves `upstream` under PREFIX and answers 401 unless
+    the request carries `Authorization: Bearer TOKEN` (what Caddy or nginx do in
+    docs/deployment.md). Yields the proxy's URL, prefix included."""
     import http.client
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -76,7 +77,8 @@ def token_proxy(upstream: str, token: str) -> Iterator[str]:
         def _forward(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
-            if self.headers.get("Authorization") != f"Bearer {token}":
+            if (self.headers.get("Authorization") != f"Bearer {token}"
+                    or not self.path.startswith(prefix + "/")):
                 self.send_response(401)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -84,7 +86,7 @@ def token_proxy(upstream: str, token: str) -> Iterator[str]:
             conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("host", "authorization", "connection")}
-            conn.request(self.command, self.path, body=body, headers=headers)
+            conn.request(self.command, self.path[len(prefix):], body=body, headers=headers)
             reply = conn.getresponse()
             data = reply.read()
             self.send_response(reply.status)
@@ -105,7 +107,7 @@ def token_proxy(upstream: str, token: str) -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://127.0.0.1:{server.server_address[1]}{prefix}"
     finally:
         server.shutdown()
         server.server_close()

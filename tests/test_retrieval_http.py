@@ -18,7 +18,8 @@ import pytest
 from chroma_server import chroma_server, free_port, token_proxy
 from conftest import REPO, run_cli
 
-from localagent.retrieval import MiniLMEmbedder, ToolIndex
+from localagent.errors import UsageError
+from localagent.retrieval import ChromaServer, MiniLMEmbedder, ToolIndex
 from localagent.retrieval.index import collection_name
 from localagent.tools.registry import default_registry
 
@@ -151,8 +152,28 @@ def test_bad_chroma_url_is_usage_error(tmp_path: Path) -> None:
     assert "chroma_url" in result.stderr and "http://" in result.stderr
 
 
+@pytest.mark.parametrize(("url", "expected"), [
+    ("http://127.0.0.1:8123", ("http://127.0.0.1:8123", "127.0.0.1", 8123, False, "")),
+    ("http://chroma.lan", ("http://chroma.lan:8000", "chroma.lan", 8000, False, "")),
+    ("https://h.example/chroma/", ("https://h.example:443/chroma", "h.example", 443, True,
+                                   "/chroma")),
+    ("http://[::1]:9000", ("http://[::1]:9000", "::1", 9000, False, "")),
+])
+def test_server_url_forms(url: str, expected: tuple[object, ...]) -> None:
+    server = ChromaServer.parse(url, " tok ")
+    assert (server.url, server.host, server.port, server.ssl, server.prefix) == expected
+    assert server.headers() == {"Authorization": "Bearer tok"} and "tok" not in repr(server)
+
+
+@pytest.mark.parametrize("url", ["ftp://h", "h:8000", "http://", "http://h:99999",
+                                 "http://u:p@h", "http://h/?q=1"])
+def test_bad_server_urls(url: str) -> None:
+    with pytest.raises(UsageError, match="LOCALAGENT_CHROMA_URL"):
+        ChromaServer.parse(url)
+
+
 def test_token_for_a_reverse_proxy(tmp_path: Path, server: str) -> None:
-    with token_proxy(server, "s3cret") as proxy:
+    with token_proxy(server, "s3cret", prefix="/chroma") as proxy:
         denied = run_cli("tools", "index", env=_env(tmp_path, proxy))
         assert denied.returncode == 2
         assert "HTTP 401" in denied.stderr and "LOCALAGENT_CHROMA_TOKEN" in denied.stderr

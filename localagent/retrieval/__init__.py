@@ -1,5 +1,6 @@
-"""Semantic tool filtering: a Chroma index of tool descriptions and Semantic Kernel's
-filter options. Heavy libraries (chromadb, sentence-transformers) load only when used."""
+"""Semantic tool filtering: a Chroma index of tool descriptions (a local folder or a Chroma
+server) and Semantic Kernel's filter options. Heavy libraries (chromadb,
+sentence-transformers) load only when used."""
 
 from localagent.retrieval.embeddings import (
     CountingEmbedder,
@@ -9,8 +10,10 @@ from localagent.retrieval.embeddings import (
 )
 from localagent.retrieval.filter import FilterOptions, ScoredTool, filter_tools
 from localagent.retrieval.index import SearchHit, SyncReport, ToolIndex
+from localagent.retrieval.server import ChromaServer, configured_server
 
 __all__ = [
+    "ChromaServer",
     "CountingEmbedder",
     "Embedder",
     "EmbeddingModelError",
@@ -20,5 +23,6 @@ __all__ = [
     "SearchHit",
     "SyncReport",
     "ToolIndex",
+    "configured_server",
     "filter_tools",
 ]

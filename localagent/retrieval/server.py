@@ -19,7 +19,7 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from localagent.errors import IndexError_, UsageError
@@ -43,7 +43,7 @@ class ChromaServer:
     port: int
     ssl: bool
     prefix: str  # "" or a path such as "/chroma" when a proxy serves Chroma under one
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # never printed
 
     @classmethod
     def parse(cls, url: str, token: str | None = None) -> ChromaServer:

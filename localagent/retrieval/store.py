@@ -270,8 +270,14 @@ class LocalStore:
                 client = self._open(probe)
                 entry = _OPEN[self.location] = _Open(client, self._token() or self._stamp())
             assert entry is not None
-            with self.errors("use"):
-                yield entry.client, fresh
+            try:
+                with self.errors("use"):
+                    yield entry.client, fresh
+            except BaseException:
+                if write:  # a failed write may have changed some entries: others reopen
+                    with suppress(Exception):
+                        entry.token = self._stamp()
+                raise
             if write:
                 entry.token = self._stamp()
 
