@@ -115,6 +115,15 @@ def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
 
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool):
+        raise TypeError("expected a number of seconds")
+    number = float(value)
+    if not number > 0 or number == float("inf"):
+        raise ValueError("expected a positive number of seconds")
+    return number
+
+
 def _commands(value: Any) -> list[str]:
     """MCP server commands: a list of strings (flags, the config file) or, from the
     environment, a JSON list of strings or one command."""
@@ -238,6 +247,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         '["python server.py"] (environment: a JSON list or one command)',
         _commands,
         lambda _: [],
+    ),
+    SettingDef(
+        "mcp_timeout",
+        "LOCALAGENT_MCP_TIMEOUT",
+        "seconds an MCP server may take to start and list its tools (tools/mcp.py reads "
+        "the environment variable, which the config file's value fills in)",
+        _seconds,
+        lambda _: 30.0,  # as tools/mcp.py DEFAULT_START_TIMEOUT
     ),
     SettingDef(
         "threads",

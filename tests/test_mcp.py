@@ -320,6 +320,17 @@ def test_the_config_setting_starts_servers_too(monkeypatch):
     assert bad.exit_code == 2 and "mcp" in bad.output
 
 
+def test_the_config_file_sets_servers_and_their_start_timeout(monkeypatch, tmp_path):
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
+    for name in ("LOCALAGENT_MCP", "LOCALAGENT_MCP_TIMEOUT"):  # restored after the test
+        monkeypatch.setenv(name, "")
+    silent = command("silent.py")
+    (tmp_path / "config.toml").write_text(f"mcp = [{json.dumps(silent)}]\nmcp_timeout = 1.5\n")
+    result = runner.invoke(app, ["tools", "list"])
+    assert result.exit_code == 2, result.output
+    assert "did not finish starting within 1.5 s" in result.output
+
+
 def test_tools_search_ranks_mcp_tools_with_the_rest():
     """The real embedding model and Chroma index the MCP tools like any others."""
     result = runner.invoke(app, ["tools", "search", "who is the author of a book", "--top-k",
