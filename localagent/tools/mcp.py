@@ -40,7 +40,8 @@ Contracts:
   that shape (the spec required object results until 2026-07-28); such a schema is
   unwrapped, so a tool declared `-> int` returns an integer with return schema integer.
 - **Errors.** A server that cannot be spawned, exits, answers with an error or does not
-  finish initializing within `start_timeout` (default `LOCALAGENT_MCP_TIMEOUT`, else 30 s)
+  finish initializing within `start_timeout` (default `LOCALAGENT_MCP_TIMEOUT`, which the
+  config file's `mcp_timeout` fills in for the CLI, else 30 s)
   raises `McpServerError` (a UsageError: exit code 2, one line, the last line the server
   wrote on stderr as the hint), after shutting it down; nothing is registered.
   A call whose result has `isError`, or that fails in the protocol, raises `McpToolError`,
