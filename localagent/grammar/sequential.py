@@ -317,19 +317,21 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int,
                 & set(props[k]))) for k in keys)):
         return None
     plain = {k: rules.value(props[k], 1, None, "", root=params) for k in keys}
-    memo: dict[tuple[int, frozenset[RefItem]], str | None] = {}
+    memo: dict[tuple[int, frozenset[int]], str | None] = {}
 
-    def tail(idx: int, used: frozenset[RefItem]) -> str | None:
+    def tail(idx: int, used: frozenset[int]) -> str | None:
         """Arguments keys[idx:] when the references so far are `used`."""
         if (idx, used) not in memo:
             name = lit(jtext(keys[idx]) + ": ")
             choices = [(plain[keys[idx]], used)] if plain[keys[idx]] else []
             allowed = refs(props[keys[idx]]) if refs else range(1, step)
-            # distinct: per value; two parts of one result (`$1.price`, `$1.count`) differ
-            floor = max((ref_step(u) for u in used), default=0) if ascending else 0
-            choices += [(ref_lark(item), used | {item}) for item in allowed
-                        if item not in used and (ref_step(item) > floor or (
-                            ref_step(item) == floor and not isinstance(item, int)))]
+            # per step, so the states stay 2^steps; a part of a result (`$1.price`) may
+            # follow another part of it (`$1.count`): parts of one result differ
+            floor = max(used, default=0) if ascending else 0
+            choices += [(ref_lark(item), used | {ref_step(item)}) for item in allowed
+                        if (ref_step(item) > floor and ref_step(item) not in used) or (
+                            not isinstance(item, int) and ref_step(item) in used
+                            and ref_step(item) >= floor)]
             alts = []
             for value, after in choices:
                 rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""

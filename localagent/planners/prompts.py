@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from localagent.grammar.instructions import signature
+from localagent.grammar.types import field_paths
 from localagent.planners.examples import SolvedPlan
 from localagent.tools.manual import render_manual
 from localagent.tools.spec import ToolSpec
@@ -53,6 +54,21 @@ NO_PLAN = (' If none of the listed functions can reach the goal, the plan is '
            '{"function": "none", "args": {}}.')
 SEQUENTIAL_NO_PLAN = (' If none of the listed functions can reach the goal, the subtasks '
                       'are [{"function": "none", "args": {}}].')
+# Only where an offered function returns an object or a list (structured results): the
+# part of a result a plan may take (grammar/fields.py); other prompts stay as they were.
+TREE_FIELDS = (' A call may end with "field": "<name>" to use only that field of its '
+               'result ("items[0].price": a field of the first list item); the outermost '
+               'call too, when the goal asks for one field.')
+SEQUENTIAL_FIELDS = (' "$k.<name>" is that field of the output of subtask k ("$2[0].price": '
+                     'a field of its first list item); the last subtask may end with '
+                     '"field": "<name>" when the goal asks for one field of its result.')
+
+
+def has_fields(tools: Sequence[ToolSpec]) -> bool:
+    """Whether some offered function's result has parts a plan may take."""
+    return any(field_paths(t.returns) for t in tools)
+
+
 TREE_REASONING = (" First list the steps in \"reasoning\", one function call per step, "
                   "then write the nested \"plan\".")
 
@@ -69,7 +85,8 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
     def write(ex: SolvedPlan) -> dict[str, Any]:
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
-    system = TREE_SYSTEM + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else "")
+    system = (TREE_SYSTEM + (TREE_FIELDS if has_fields(tools) else "")
+              + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else ""))
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
             f"{_task(goal, tools, compact)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -97,7 +114,9 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
         plan = ex.sequential()
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
 
-    system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_NO_PLAN if decline else "")
+    system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS
+              + (SEQUENTIAL_FIELDS if has_fields(tools) else "")
+              + (SEQUENTIAL_NO_PLAN if decline else "")
               + (SEQUENTIAL_REASONING if reasoning else ""))
     user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
             f"{_task(goal, tools, compact)}")

@@ -1,0 +1,312 @@
+"""Structured results (issue 21.1): tools return objects, and a plan takes a field of one.
+
+Return schemas from type hints (pydantic model, TypedDict, plain dict, list of models);
+the grammars admit only declared fields, each where its own type fits (checked with
+`matches`, the llguidance matcher the model is constrained by); the parsers, the plan
+check and the executor with paths (a missing field is an error as data); `exec` replays a
+saved plan with field references; the suite's reference plans; NESTFUL's `$var1.x$`; and
+real default-model runs.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from localagent import grammars as G
+from localagent.bench.compare import judge
+from localagent.bench.external import nestful
+from localagent.bench.suite import load_suite
+from localagent.bench.tools import build_registry
+from localagent.cli import app
+from localagent.errors import PlanValidationError
+from localagent.executor import Executor
+from localagent.grammar.types import field_paths, field_schema
+from localagent.llm.constrained import matches
+from localagent.plan import Ref, plan_from_dict, plan_from_json, plan_to_raw, validate
+from localagent.planners.grounding import observed_values
+from localagent.tools import schema_tool
+from localagent.tools.plugins import import_file
+from localagent.tools.registry import ToolRegistry, default_registry
+from localagent.trace import CallSkipped
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN = REPO / "benchmarks" / "suites" / "plugins" / "structured.py"
+SUITE = load_suite(REPO / "benchmarks" / "suites" / "structured.yaml")
+S = import_file(PLUGIN)
+
+
+def registry() -> ToolRegistry:
+    reg = default_registry([S.Orders(), S.Cities(), S.Sensors(), S.Flights()])
+    return reg
+
+
+REG = registry()
+TOOLS = [REG.spec(n) for n in ("Orders.Get", "Cities.Info", "Sensors.Reading",
+                               "Flights.Search", "MathPlugin.multiply", "MathPlugin.add",
+                               "TextPlugin.uppercase")]
+
+
+def j(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def get(order_id: int = 17, field: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"function": "Orders.Get", "args": {"order_id": order_id}}
+    if field is not None:
+        call["field"] = field
+    return call
+
+
+def times(value1: Any, value2: Any = 2) -> dict[str, Any]:
+    return {"function": "MathPlugin.multiply", "args": {"value1": value1, "value2": value2}}
+
+
+def seq(*steps: dict[str, Any]) -> dict[str, Any]:
+    return {"input": "", "subtasks": list(steps)}
+
+
+# --- return schemas -----------------------------------------------------------------------
+
+
+def test_return_schemas_keep_their_fields() -> None:
+    order = REG.spec("Orders.Get").returns
+    assert order["properties"]["items"]["items"]["properties"]["price"] == {"type": "number"}
+    assert "$ref" not in json.dumps(order) and "$defs" not in json.dumps(order)
+    city = REG.spec("Cities.Info").returns  # typing_extensions.TypedDict
+    assert set(city["properties"]) == {"country", "population", "mayor"}
+    offers = REG.spec("Flights.Search").returns
+    assert offers["type"] == "array" and "airline" in offers["items"]["properties"]
+    assert field_schema(order, ("items", 0, "price")) == ({"type": "number"}, None)
+    assert field_schema(order, ("totl",))[1] == \
+        "the result has no field 'totl' (fields: customer, total, items)"
+    assert field_schema(REG.spec("Sensors.Reading").returns, ("anything",)) == ({}, None)
+
+
+class Point(typing.TypedDict):  # typing's, which pydantic refuses before Python 3.12
+    x: float
+    y: float
+
+
+def where() -> list[Point]:
+    """Points."""
+    return [{"x": 1.0, "y": 2.0}]
+
+
+def test_a_typing_typeddict_return_type_works_before_python_3_12() -> None:
+    from localagent.tools.schema import function_schema
+
+    returns = function_schema(where, "P.where").returns
+    assert returns["items"]["properties"] == {"x": {"type": "number"}, "y": {"type": "number"}}
+
+
+def test_field_paths_are_bounded() -> None:
+    paths = [p for p, _ in field_paths(REG.spec("Orders.Get").returns)]
+    assert ("total",) in paths and ("items", -1, "price") in paths
+    assert all(len(p) <= 3 for p in paths)
+
+
+# --- grammars -----------------------------------------------------------------------------
+
+
+def test_tree_grammar_admits_declared_fields_that_fit_and_nothing_else() -> None:
+    c = G.tree_plan(TOOLS)
+    assert matches(c, j(get(field="total")))  # the answer: one field of the root
+    assert matches(c, j(times(get(field="total"))))
+    assert matches(c, j(times(get(field="items[3].price"))))
+    assert matches(c, j(times({"function": "Flights.Search", "args": {"destination": "Korva"},
+                               "field": "[0].price"})))
+    assert not matches(c, j(times(get(field="totl"))))  # undeclared
+    assert not matches(c, j(times(get(field="customer"))))  # a string into a number
+    assert not matches(c, j(times(get(field="items[4].price"))))  # past the index bound
+    assert not matches(c, j(times(get())))  # the whole object is no number
+    # a string field may go where a string is expected
+    upper = {"function": "TextPlugin.uppercase", "args": {"input": get(field="customer")}}
+    assert matches(c, j(upper))
+
+
+def test_tree_grammar_takes_any_key_of_a_plain_dict() -> None:
+    c = G.tree_plan(TOOLS)
+    reading = {"function": "Sensors.Reading", "args": {"sensor": "S1"}, "field": "temp"}
+    assert matches(c, j(reading))
+    assert matches(c, j({**reading, "field": "any_key_at_all"}))
+    # its type is unknown: no number parameter takes it
+    assert not matches(c, j(times(reading)))
+
+
+def test_sequential_grammar_types_field_references() -> None:
+    c = G.sequential_plan(TOOLS, refs="backward", typed=True, distinct=True)
+    good = seq(get(), times("$1.items[0].price", "$1.total"))
+    assert matches(c, j(good))
+    assert matches(c, j(seq(get(field="total"))))  # the last step answers with a field
+    assert matches(c, j(seq(get(), get(23), {"function": "MathPlugin.add", "args": {
+        "value1": "$1.total", "value2": "$2.total"}})))
+    assert not matches(c, j(seq(get(), times("$1.customer"))))  # a string into a number
+    assert not matches(c, j(seq(get(), times("$1.totl"))))  # undeclared
+    assert not matches(c, j(seq(get(), times("$1"))))  # the whole object
+    assert not matches(c, j(seq(get(), times("$2.total"))))  # not yet produced
+
+
+def test_untyped_sequential_grammar_admits_only_declared_paths() -> None:
+    """Untyped references do not know which tool a step called: any path some offered
+    tool declares (the plan check then judges it against the step's own tool)."""
+    declared = [t for t in TOOLS if t.qualified_name != "Sensors.Reading"]
+    c = G.sequential_plan(declared, refs="backward")
+    assert matches(c, j(seq(get(), times("$1.total"))))
+    assert not matches(c, j(seq(get(), times("$1.totl"))))
+    # a plain dict's keys are undeclared: with it offered, any bounded key is admitted
+    assert matches(G.sequential_plan(TOOLS, refs="backward"), j(seq(get(), times("$1.totl"))))
+
+
+# --- parsers, plan data, plan check -------------------------------------------------------
+
+
+def test_paths_round_trip_in_both_json_forms() -> None:
+    tree = plan_from_dict(times(get(field="items[1].price")))
+    assert plan_from_json(tree.to_json()) == tree
+    assert plan_to_raw(tree)["args"]["value1"]["field"] == "items[1].price"
+    plan = plan_from_dict(seq(get(), times("$1.items[0].price", "$1.total")))
+    assert plan.steps[1].args["value1"] == Ref(name="1", path=("items", 0, "price"))
+    assert plan_from_json(plan.to_json()) == plan
+    assert plan_to_raw(plan) == seq(get(), times("$1.items[0].price", "$1.total"))
+    assert Ref.parse("$3.50") is None  # a price, not a reference
+    with pytest.raises(PlanValidationError, match="not a field path"):
+        plan_from_dict(get(field="items..price"))
+
+
+def test_parsers_accept_declared_fields_and_reject_others() -> None:
+    assert G.parse_tree(j(times(get(field="total"))), TOOLS).plan["args"]["value1"][
+        "field"] == "total"
+    with pytest.raises(PlanValidationError, match="no field 'totl'"):
+        G.parse_tree(j(times(get(field="totl"))), TOOLS)
+    with pytest.raises(PlanValidationError, match="does not fit"):
+        G.parse_tree(j(times(get(field="customer"))), TOOLS)
+    parsed = G.parse_sequential(j(seq(get(), times("$1.total"))), TOOLS, refs=True)
+    assert parsed.plan["subtasks"][1]["args"]["value1"] == "$1.total"
+    with pytest.raises(PlanValidationError, match="runs later"):
+        G.parse_sequential(j(seq(times("$2.total"), get())), TOOLS, refs=True)
+
+
+def test_plan_check_names_an_undeclared_field() -> None:
+    with pytest.raises(PlanValidationError) as info:
+        validate(plan_from_dict(seq(get(), times("$1.totl"))), REG)
+    assert "subtasks[1].args.value1: reference $1.totl (Orders.Get): the result has no " \
+        "field 'totl'" in str(info.value)
+    with pytest.raises(PlanValidationError, match=r"root\.args\.value1\.field"):
+        validate(plan_from_dict(times(get(field="items[0].cost"))), REG)
+    with pytest.raises(PlanValidationError, match="not a list"):
+        validate(plan_from_dict(times(get(field="[0].price"))), REG)
+    validate(plan_from_dict(seq(get(field="items"), times("$1[1].price"))), REG)
+
+
+# --- executor -----------------------------------------------------------------------------
+
+
+def test_executor_resolves_fields_of_calls_and_references() -> None:
+    ex = Executor(REG)
+    assert ex.run_sync(plan_from_dict(times(get(field="items[1].price")))).value == 80
+    assert ex.run_sync(plan_from_dict(seq(get(), times("$1.items[0].price", "$1.total")))
+                       ).value == 106.25
+    assert ex.run_sync(plan_from_dict(seq(get(field="total")))).value == 42.5
+    flights = {"function": "Flights.Search", "args": {"destination": "Lumen"}}
+    assert ex.run_sync(plan_from_dict(seq(flights, times("$1[1].price", 1)))).value == 275
+
+
+def test_a_missing_field_or_index_is_an_error_in_the_trace() -> None:
+    ex = Executor(REG)
+    result = ex.run_sync(plan_from_dict(times(get(23, field="items[2].price"))))
+    assert result.value is None and result.error is not None
+    assert result.error.kind == "reference"
+    assert result.error.message == "Orders.Get(...).items[2].price: .items has 1 items: no [2]"
+    assert any(isinstance(e, CallSkipped) for e in result.events)  # multiply never ran
+    # a plain dict declares no keys: any key is admitted, and checked when the plan runs
+    reading = {"function": "Sensors.Reading", "args": {"sensor": "S1"}}
+    result = ex.run_sync(plan_from_dict(seq(reading, {
+        "function": "TextPlugin.uppercase", "args": {"input": "$1.pressure"}})))
+    assert result.error is not None and "$1.pressure" in result.error.message
+    assert "no field 'pressure' (fields: temp, humidity)" in result.error.message
+    assert result.errors == (result.error,)
+
+
+def test_exec_replays_a_saved_plan_with_field_references(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(j(seq(get(), get(23), {"function": "MathPlugin.add", "args": {
+        "value1": "$1.total", "value2": "$2.items[0].price"}})), encoding="utf-8")
+    result = CliRunner().invoke(app, ["exec", str(plan), "--plugins", str(PLUGIN), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["answer"] == 60.5
+    plan.write_text(j(times(get(field="items[5].price"))), encoding="utf-8")
+    result = CliRunner().invoke(app, ["exec", str(plan), "--plugins", str(PLUGIN)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "no [5]" in result.output
+
+
+# --- grounded answers, the suite, NESTFUL -------------------------------------------------
+
+
+def test_grounded_answers_offer_scalar_fields_of_observed_objects() -> None:
+    order = S.ORDERS[17].model_dump()
+    values = observed_values([order])
+    assert {"42.5", "Ada Brook", "2.5", "pen"} <= set(values)
+    assert all(not v.startswith("{") for v in values)
+
+
+@pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
+def test_suite_reference_plans_reach_the_expected_answers(task: Any) -> None:
+    result = Executor(build_registry(task)).run_sync(plan_from_dict(task.solution))
+    assert result.ok, result.error
+    assert judge(task, result.value, {}) is None, (result.value, task.expect)
+    assert judge(task, -1, {}) is not None
+
+
+def test_nestful_field_reference_is_scored_as_the_benchmark_writes_it() -> None:
+    spec = {"name": "get_distance", "description": "Distance between two cities.",
+            "query_parameters": {"a": {"type": "string", "required": True},
+                                 "b": {"type": "string", "required": True}},
+            "output_parameters": {"distance": {"type": "number"}, "unit": {"type": "string"}}}
+    conv = {"name": "to_miles", "description": "Kilometres to miles.",
+            "query_parameters": {"km": {"type": "number", "required": True}},
+            "output_parameters": {"miles": {"type": "number"}}}
+    case = nestful.NestfulCase(
+        id="t-0", source="glaive", goal="How far in miles is Paris from Rome?",
+        gold=(("get_distance", {"a": "Paris", "b": "Rome"}),
+              ("to_miles", {"km": "$var1.distance$"})),
+        functions=(spec, conv))
+    tools = case.openai_tools()
+    outputs = nestful.TraceableOutputs(tools)
+    reg = ToolRegistry()
+    for schema in tools:
+        reg.add_tool(schema_tool(schema, outputs.for_function(schema["function"]["name"])))
+    names = [s.qualified_name for s in reg.specs()]
+    dist, miles = (next(n for n in names if n.endswith(x)) for x in ("get_distance", "to_miles"))
+    assert reg.spec(dist).returns["properties"]["distance"] == {"type": "number"}
+    plan = plan_from_dict(seq({"function": dist, "args": {"a": "Paris", "b": "Rome"}},
+                              {"function": miles, "args": {"km": "$1.distance"}}))
+    result = Executor(reg).run_sync(plan)
+    assert result.ok, result.error
+    calls = [(e.function.rsplit(".", 1)[-1], e.args) for e in result.events
+             if type(e).__name__ == "CallFinished"]
+    predicted = nestful.read_back(calls, outputs)
+    assert predicted[1] == ("to_miles", {"km": "$var1.distance$"})
+    assert nestful.score(case.gold, predicted).full_sequence == 1.0
+
+
+# --- the real default model ---------------------------------------------------------------
+
+# Measured while writing (default model, greedy, all built-ins + Orders offered): tree and
+# sequential both planned Orders.Get(17) and answered with the whole order, not its total
+# (0/1 each); tool calling answered "2.5" (an item's price). Kept strict: see the report.
+@pytest.mark.xfail(reason="measured 0/1: the default model returns the whole Order "
+                          "instead of its total field", strict=False)
+@pytest.mark.parametrize("planner", ["tree", "sequential"])
+def test_real_model_answers_a_field_of_a_pydantic_result(default_llm, planner: str) -> None:
+    from localagent.agent import Agent
+
+    default_llm.reset_cache()
+    result = Agent(default_llm, [S.Orders()]).run("How much was order 17?", planner)
+    assert result.answer == 42.5, (result.answer, result.plan)
