@@ -127,3 +127,11 @@ def test_cli_bad_config_is_one_line_exit_2(tmp_path: Path) -> None:
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
         assert "unknown setting(s) colour" in result.stderr and "Traceback" not in result.stderr
     assert run_cli("config", "path", env=env).returncode == 0  # still finds the file
+
+
+def test_config_show_never_prints_the_api_key() -> None:
+    env = {"LOCALAGENT_API_KEY": "sk-very-secret-123"}
+    for args in (("config", "show"), ("config", "show", "--json")):
+        shown = run_cli(*args, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert "sk-very-secret-123" not in shown.stdout and "(set)" in shown.stdout

@@ -54,7 +54,8 @@ def show(as_json: bool = typer.Option(False, "--json", help="Print one JSON obje
     if as_json:
         typer.echo(
             json.dumps(
-                {s.name: {"value": str(s.value), "source": s.source} for s in settings}, indent=2
+                {s.name: {"value": _shown(s.name, s.value), "source": s.source}
+                 for s in settings}, indent=2
             )
         )
         return
@@ -63,7 +64,7 @@ def show(as_json: bool = typer.Option(False, "--json", help="Print one JSON obje
         table.add_column(column)
     for s in settings:
         short = {"env": "env", "config": "config file"}.get(s.source.split()[0], s.source)
-        table.add_row(s.name, str(s.value), short, BY_NAME[s.name].env)
+        table.add_row(s.name, _shown(s.name, s.value), short, BY_NAME[s.name].env)
     console.print(table)
     console.print("precedence: flag > environment variable > config file > default", style="dim")
 
@@ -78,3 +79,13 @@ def path() -> None:
     from localagent.config import config_path
 
     typer.echo(str(config_path(os.environ)))
+
+
+SECRETS = ("api_key",)
+
+
+def _shown(name: str, value: object) -> str:
+    """A setting's value as printed: secrets only as whether they are set."""
+    if name in SECRETS:
+        return "(set)" if value else "(not set)"
+    return str(value)
