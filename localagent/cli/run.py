@@ -35,8 +35,9 @@ Example:
 PLUGINS_OPT = typer.Option(None, "--plugins", metavar="PATH",
                            help="Extra plugin: .py file, package, prompt directory or module "
                            "(repeat for several).")
-MODEL_OPT = typer.Option(None, "--model", help="Catalog name or .gguf path "
-                         "(default: $LOCALAGENT_MODEL, else the catalog default).")
+MODEL_OPT = typer.Option(None, "--model", help="Catalog name, .gguf path or model server "
+                         "URL#MODEL (docs/deployment.md) (default: $LOCALAGENT_MODEL, else "
+                         "the catalog default).")
 EXAMPLES_OPT = typer.Option(None, "--examples/--no-examples", help=EXAMPLES_HELP)
 THREADS_OPT = typer.Option(None, "--threads", help="llama.cpp threads (default: config "
                            "threads, else one per physical core).")
