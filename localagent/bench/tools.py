@@ -19,9 +19,9 @@ from typing import Any
 from localagent.bench.suite import Task
 from localagent.errors import UsageError
 from localagent.llm.base import LLM
+from localagent.tools.function import Tool
 from localagent.tools.registry import ToolRegistry
 from localagent.tools.spec import ToolSpec
-from localagent.tools.function import Tool
 
 
 def known_plugins() -> dict[str, Any]:

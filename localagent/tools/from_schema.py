@@ -28,9 +28,10 @@ from typing import Any
 
 from localagent.errors import InvalidArgumentsError, PluginLoadError
 from localagent.tools.decorator import NAME_RE
-from localagent.tools.recording_stub import RecordingStub
-from localagent.tools.spec import ToolSpec
 from localagent.tools.function import Tool, check_name, make_caller
+from localagent.tools.recording_stub import RecordingStub
+from localagent.tools.schema import inline_refs
+from localagent.tools.spec import ToolSpec
 
 __all__ = ["RecordingStub", "schema_tool", "schema_tools"]
 
@@ -86,6 +87,7 @@ def schema_tool(
     validator_cls = _validator_class(parameters, qualified, "parameters")
     if returns:
         _validator_class(returns, qualified, "return schema")
+        returns = _standalone(returns, qualified)
     spec = ToolSpec(
         plugin=plugin_name,
         name=name,
@@ -142,6 +144,18 @@ def _inner(function: Mapping[str, Any]) -> Mapping[str, Any]:
             raise PluginLoadError(f'unsupported tool type {kind!r}: expected "function"')
         return wrapped
     return function
+
+
+def _standalone(returns: dict[str, Any], qualified: str) -> dict[str, Any]:
+    """`returns` with its `$ref`s to `$defs` inlined, so the grammar and the plan check see
+    the fields of every object in it (structured results); a recursive schema stays as
+    it is (its fields are then checked only when a plan runs)."""
+    if "$defs" not in returns:
+        return returns
+    try:
+        return inline_refs(returns, qualified)
+    except PluginLoadError:
+        return returns
 
 
 def _names(inner: Mapping[str, Any], plugin: str | None) -> tuple[str, str]:

@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from localagent.errors import PluginLoadError, PromptTemplateError
 from localagent.llm.base import LLM
+from localagent.tools.function import Tool, check_name
 from localagent.tools.runtime import run_in_thread
 from localagent.tools.schema import string_parameters_model, validate_with
 from localagent.tools.spec import ToolSpec
-from localagent.tools.function import Tool, check_name
 
 PROMPT_FILE = "skprompt.txt"
 CONFIG_FILE = "config.json"

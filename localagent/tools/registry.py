@@ -31,10 +31,10 @@ from localagent.errors import (
 )
 from localagent.llm.base import LLM
 from localagent.tools import plugins as _plugins
+from localagent.tools.function import Tool
 from localagent.tools.prompts import load_prompt_plugins
 from localagent.tools.runtime import UnserializableValue, to_json_value
 from localagent.tools.spec import ToolError, ToolResult, ToolSpec
-from localagent.tools.function import Tool
 
 __all__ = ["Tool", "ToolRegistry", "default_registry"]
 
