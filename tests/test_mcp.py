@@ -277,6 +277,16 @@ def test_tools_call_calls_through_the_server():
     assert json.loads(result.output) == 730
 
 
+def test_exec_replays_a_saved_plan_over_the_servers_tools(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"function": "MathPlugin.add", "args": {
+        "value1": {"function": "Library.count_pages", "args": {"title": "Ulysses"}},
+        "value2": 1}}))
+    result = runner.invoke(app, ["exec", str(plan), "--json", "--mcp", LIBRARY])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["answer"] == 731
+
+
 @pytest.fixture
 def scripted(monkeypatch):
     """The CLI's model is a scripted one; every function offered (no embedding filter)."""

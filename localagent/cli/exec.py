@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal, Optional
 import typer
 
 from localagent.cli import app
-from localagent.cli.common import EXAMPLES_HELP, handle_errors, use_examples
+from localagent.cli.common import EXAMPLES_HELP, handle_errors
+from localagent.cli.mcp_option import MCP_OPT
 
 _HELP = """Execute a saved plan (sequential or tree JSON) with the registered tools.
 
@@ -45,6 +46,7 @@ OnError = Annotated[Literal["stop", "continue"], typer.Option(
 @app.command("exec", help=_HELP)
 @handle_errors
 def exec_command(
+    ctx: typer.Context,
     plan_file: PlanFile,
     plugins: Plugins = None,
     examples: Examples = None,
@@ -60,15 +62,16 @@ def exec_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Run only read-only functions: "
                                           "calls with side effects get a placeholder "
                                           "result.")] = False,
+    mcp: Optional[list[str]] = MCP_OPT,  # noqa: UP045
 ) -> None:
     from localagent.cli.approval import cli_approver
+    from localagent.cli.tools import _registry
     from localagent.executor import ExecutionPolicy, Executor
     from localagent.plan import plan_from_json, plan_to_dict, validate
-    from localagent.tools.registry import default_registry
     from localagent.trace import describe
 
     plan = plan_from_json(plan_file.read_text(encoding="utf-8"))
-    registry = default_registry(plugins or (), examples=use_examples(examples))
+    registry = _registry(plugins, examples, mcp=mcp, ctx=ctx)
     validate(plan, registry, max_depth=max_depth)
     policy = ExecutionPolicy(call_timeout=timeout, max_calls=max_calls, max_seconds=max_seconds,
                              on_error=on_error, max_depth=max_depth)
