@@ -22,9 +22,9 @@ import json
 from collections.abc import Callable, Sequence
 
 from localagent.errors import ConstraintError
-from localagent.grammar.fields import RefItem, finish, result_views
+from localagent.grammar.fields import RefItem, finish
 from localagent.grammar.jsonlark import Bounds, LarkRules, Schema
-from localagent.grammar.types import GrammarPath, fits
+from localagent.grammar.types import GrammarPath, field_paths, fits
 from localagent.tools.spec import ToolSpec
 
 MAX_CALL_RULES = 20_000
@@ -57,10 +57,7 @@ class ReturnClasses:
         by_returns: dict[str, frozenset[tuple[int, GrammarPath]]] = {}  # alike fit alike
         for tool, text in zip(tools, returns):
             if text not in by_returns:
-                views = result_views(tool.returns)
-                by_returns[text] = frozenset(
-                    (n, path) for n, (schema, root) in enumerate(self.probes)
-                    for path, part in views if fits(schema, part, root))
+                by_returns[text] = frozenset(self._fitting(tool.returns))
         ids: dict[frozenset[tuple[int, GrammarPath]], int] = {}
         self.of_tool = [ids.setdefault(by_returns[text], len(ids)) for text in returns]
         self._sigs = list(ids)
@@ -76,15 +73,29 @@ class ReturnClasses:
             self._of_params.setdefault(id(root), []).append((schema, root))
         self._returns = {c: tools[i].returns for i, c in reversed(list(enumerate(self.of_tool)))}
 
+    def _fitting(self, returns: Schema) -> list[tuple[int, GrammarPath]]:
+        """The (probe, path) pairs where that part of a result fits; where the whole
+        result fits a probe, only the whole (a part adds nothing a reference needs
+        there, and would split classes that fit alike: fewer steps could be tracked)."""
+        out = []
+        for n, (schema, root) in enumerate(self.probes):
+            if fits(schema, returns, root):
+                out.append((n, ()))
+            else:
+                out += [(n, path) for path, part in field_paths(returns)
+                        if fits(schema, part, root)]
+        return out
+
     def probes_of(self, params: Schema) -> list[tuple[Schema, Schema]]:
         """The probed schemas inside one tool's parameters."""
         return self._of_params.get(id(params), [])
 
     @property
     def has_fields(self) -> bool:
-        """Whether a reference may name a part of some result (not only whole results)."""
-        return any(path for by_probe in self._paths for paths in by_probe.values()
-                   for path in paths)
+        """Whether parts of results split the classes (a number field of an object, into
+        arithmetic): more classes than the whole results alone would make."""
+        wholes = {frozenset(n for n, path in sig if path == ()) for sig in self._sigs}
+        return len(wholes) < len(self._sigs)
 
     @property
     def count(self) -> int:
@@ -102,7 +113,10 @@ class ReturnClasses:
             return [()]
         n = self._index.get(_key(schema, root))
         if n is None:  # not met by the probe: judge by one tool of the class
-            return [p for p, part in result_views(self._returns[cls]) if fits(schema, part, root)]
+            returns = self._returns[cls]
+            if fits(schema, returns, root):
+                return [()]
+            return [p for p, part in field_paths(returns) if fits(schema, part, root)]
         return self._paths[cls].get(n, [])
 
 
