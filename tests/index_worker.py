@@ -1,6 +1,6 @@
 """One of several processes writing and searching one tool index at once (test_concurrency).
 
-Usage: python tests/index_worker.py INDEX_DIR WORKER ROUNDS
+Usage: python tests/index_worker.py INDEX_DIR|CHROMA_URL WORKER ROUNDS
 
 Real Chroma and the real lock; the embedder hashes each text into a unit vector, so a
 stress run costs no model load. Prints one JSON line: the functions it synced.
@@ -51,10 +51,13 @@ def plan(worker: int, rounds: int) -> list[list[ToolSpec]]:
 
 
 def main() -> None:
-    path, worker, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    where, worker, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    remote = where.startswith("http")
     synced: dict[str, str] = {}
     for specs in plan(worker, rounds):
-        index = ToolIndex(path, HashEmbedder())  # a fresh open each round, as a CLI call
+        # a fresh open each round, as a CLI call
+        index = (ToolIndex(url=where, embedder=HashEmbedder()) if remote
+                 else ToolIndex(Path(where), HashEmbedder()))
         index.sync(specs, prune=False)
         synced.update({s.qualified_name: s.content_hash for s in specs})
         stored = index.stored_hashes()
