@@ -69,6 +69,37 @@ def has_fields(tools: Sequence[ToolSpec]) -> bool:
     return any(field_paths(t.returns) for t in tools)
 
 
+# The examples of field access, shown after the others only where `has_fields`: invented
+# functions, like every example (library/solved_plans.yaml). (goal, reasoning, tree plan,
+# sequential plan)
+_CAR = {"function": "Garage.GetCar", "args": {"plate": "K-77"}}
+FIELD_FUNCTIONS = ("Garage.GetCar(plate: string) -> object {model: string, km: number, "
+                   "owner: object {name: string, city: string}}: Look up a car by its "
+                   "plate. Math.Multiply(value1: number, value2: number) -> number: "
+                   "Multiply two numbers.")
+FIELD_EXAMPLES = (
+    ("Who owns the car K-77?", "1. Garage.GetCar(K-77), its owner.name",
+     {**_CAR, "field": "owner.name"},
+     {"input": "", "subtasks": [{**_CAR, "field": "owner.name"}]}),
+    ("What is twice the mileage of the car K-77?",
+     "1. Garage.GetCar(K-77), its km; 2. Math.Multiply(step 1, 2)",
+     {"function": "Math.Multiply", "args": {"value1": {**_CAR, "field": "km"}, "value2": 2}},
+     {"input": "", "subtasks": [_CAR, {"function": "Math.Multiply", "args": {
+         "value1": "$1.km", "value2": 2}}]}),
+)
+
+
+def _field_shots(tree: bool, reasoning: bool) -> str:
+    """The field-access examples, written as `_shots` writes the others."""
+    shots = []
+    for goal, why, tree_plan, steps in FIELD_EXAMPLES:
+        plan: dict[str, Any] = tree_plan if tree else steps
+        if reasoning:
+            plan = {"reasoning": why, "plan": plan} if tree else {"reasoning": why, **plan}
+        shots.append(f"Functions: {FIELD_FUNCTIONS}\nGoal: {goal}\nPlan: {_dump(plan)}")
+    return "\n\n" + "\n\n".join(shots)
+
+
 TREE_REASONING = (" First list the steps in \"reasoning\", one function call per step, "
                   "then write the nested \"plan\".")
 
@@ -85,10 +116,11 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
     def write(ex: SolvedPlan) -> dict[str, Any]:
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
-    system = (TREE_SYSTEM + (TREE_FIELDS if has_fields(tools) else "")
+    fields = has_fields(tools)
+    system = (TREE_SYSTEM + (TREE_FIELDS if fields else "")
               + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else ""))
-    user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"{_task(goal, tools, compact)}")
+    shots = _shots(examples, write) + (_field_shots(True, reasoning) if fields else "")
+    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -114,12 +146,13 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
         plan = ex.sequential()
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
 
+    fields = has_fields(tools)
     system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS
-              + (SEQUENTIAL_FIELDS if has_fields(tools) else "")
+              + (SEQUENTIAL_FIELDS if fields else "")
               + (SEQUENTIAL_NO_PLAN if decline else "")
               + (SEQUENTIAL_REASONING if reasoning else ""))
-    user = (f"Examples with other functions:\n\n{_shots(examples, write)}\n\n"
-            f"{_task(goal, tools, compact)}")
+    shots = _shots(examples, write) + (_field_shots(False, reasoning) if fields else "")
+    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
