@@ -17,6 +17,11 @@ Two questions, two rules:
   admits passes; anything fits a string parameter, because the executor passes a result
   there as its text (`grammar.types.passed_as_text`), as Semantic Kernel's string
   context does.
+
+A field access (`$1.total`, a call's `"field"`) is judged on the part of the result it
+names (`grammar.types.field_schema`): a field the return schema does not declare, or an
+index into an object, is a problem here; where the schema declares no keys (a plain
+`dict`), the executor checks the field when the plan runs.
 """
 
 from __future__ import annotations
