@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
@@ -28,6 +28,7 @@ from localagent.planners.base import (
     select_specs,
     usage_since,
 )
+from localagent.planners.names import PLANNERS, PlannerName  # noqa: F401 (re-exported)
 from localagent.planners.techniques import TechniqueChanges, Techniques, parse_spec
 from localagent.side_effects import Approve, SideEffectLedger
 
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
     from localagent.tools.registry import ToolRegistry
     from localagent.tools.spec import ToolSpec
 
-PlannerName = Literal["tree", "sequential", "react", "tools"]
-PLANNERS: tuple[str, ...] = get_args(PlannerName)
 OnEvent = Callable[[Any], None]
 
 

@@ -59,7 +59,7 @@ def _text(value: Any) -> str:
 
 
 def _planner(value: Any) -> str:
-    from localagent.agent import PLANNERS
+    from localagent.planners.names import PLANNERS
 
     text = _text(value)
     if text not in PLANNERS:

@@ -9,8 +9,8 @@ from localagent.retrieval.embeddings import (
     MiniLMEmbedder,
 )
 from localagent.retrieval.filter import FilterOptions, ScoredTool, filter_tools
-from localagent.retrieval.index import SearchHit, SyncReport, ToolIndex
-from localagent.retrieval.server import ChromaServer, configured_server
+from localagent.retrieval.index import SearchHit, SyncReport, ToolIndex, configured_server
+from localagent.retrieval.server import ChromaServer
 
 __all__ = [
     "ChromaServer",

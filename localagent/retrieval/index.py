@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +37,7 @@ from localagent.retrieval.embeddings import (
     embedder_fingerprint,
     register_with_chroma,
 )
-from localagent.retrieval.server import TOKEN_ENV, ChromaServer, configured_server
+from localagent.retrieval.server import TOKEN_ENV, URL_ENV, ChromaServer
 from localagent.retrieval.store import (
     REBUILD_HINT,
     SCHEMA_VERSION,
@@ -322,3 +322,19 @@ def _upsert(collection: Any, items: Sequence[tuple[ToolSpec, list[float]]]) -> N
             for s, _ in items
         ],
     )
+
+
+def configured_server(env: Mapping[str, str] | None = None) -> ChromaServer | None:
+    """The server from `LOCALAGENT_CHROMA_URL`, else the config file's `chroma_url`; None
+    for the on-disk index. The token comes from `LOCALAGENT_CHROMA_TOKEN` only (a secret is
+    kept out of the config file and out of `localagent config show`)."""
+    env = os.environ if env is None else env
+    url = env.get(URL_ENV) or None
+    if url is None:
+        from localagent.config import config_path, read_config_file
+
+        value = read_config_file(config_path(env)).get("chroma_url")
+        url = str(value) if value else None
+    if not url or not url.strip():
+        return None
+    return ChromaServer.parse(url, env.get(TOKEN_ENV))

@@ -15,10 +15,8 @@ so an unreachable or refusing server is one `IndexError_` line (exit 2), never a
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -125,19 +123,3 @@ class ChromaServer:
             headers=self.headers() or None,
             settings=Settings(anonymized_telemetry=False),
         )
-
-
-def configured_server(env: Mapping[str, str] | None = None) -> ChromaServer | None:
-    """The server from `LOCALAGENT_CHROMA_URL`, else the config file's `chroma_url`; None
-    for the on-disk index. The token comes from `LOCALAGENT_CHROMA_TOKEN` only (a secret is
-    kept out of the config file and out of `localagent config show`)."""
-    env = os.environ if env is None else env
-    url = env.get(URL_ENV) or None
-    if url is None:
-        from localagent.config import config_path, read_config_file
-
-        value = read_config_file(config_path(env)).get("chroma_url")
-        url = str(value) if value else None
-    if not url or not url.strip():
-        return None
-    return ChromaServer.parse(url, env.get(TOKEN_ENV))
