@@ -139,3 +139,23 @@ def test_each_default_plan_grammar_with_decline_admits_the_refusal(planner: str)
     goal = "What is the total of the invoices of A and C?"
     refusal = NONE if planner == "tree" else {"input": "", "subtasks": [NONE]}
     assert matches(p.constraint(p.tools_for(goal), goal), j(refusal))
+
+
+def test_real_model_declines_a_goal_no_tool_answers_without_calling_anything() -> None:
+    """The default model over the generalisation suite's plugins (people, books, fleet...):
+    nobody's phone number is in them. Measured: the probe declines 4 of the suite's 10
+    such goals and 1 of its 47 answerable English ones (docs/BENCHMARKS.md)."""
+    from conftest import run_cli
+
+    plugins = [a for f in ("books", "fleet", "staff", "countries", "league", "planets")
+               for a in ("--plugins", f"benchmarks/suites/plugins/{f}.py")]
+    excluded = [a for f in ("Calculator", "power", "sqrt") for a in ("--exclude",
+                                                                    f"MathPlugin.{f}")]
+    proc = run_cli("run", "What is Priya's phone number?", *plugins, *excluded,
+                   "--planner", "tree",
+                   "--techniques=+decline", "--json", env={"LOCALAGENT_THREADS": "1"})
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["answer"] is None and out["stop_reason"].startswith("declined:")
+    assert out["steps"] == [] and out["plan"] is None
+    assert out["usage"]["calls"] == 1  # the probe only: no plan was generated
