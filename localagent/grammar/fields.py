@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from localagent.grammar.common import call_object
 from localagent.grammar.jsonlark import LarkRules, Schema, jtext, lit
@@ -102,6 +104,21 @@ def call_with_field(rules: LarkRules, tool: ToolSpec, args: str,
                                          f"{args} {suffix}"))
 
 
+@dataclass(frozen=True)
+class RulesSnapshot:
+    """A copy of a `FieldRules`' state (`FieldRules.snapshot`)."""
+
+    rules: dict[str, str]
+    by_key: dict[Any, str | None]
+    counter: int
+    calls: dict[str, tuple[ToolSpec, str]]
+    finals: dict[str, str]
+
+    @property
+    def size(self) -> int:
+        return len(self.rules)
+
+
 class FieldRules(LarkRules):
     """LarkRules that remember each call rule's tool and argument rule, so a plan's final
     step can also be written with a `"field"` (`finish`): the answer is that part."""
@@ -110,6 +127,20 @@ class FieldRules(LarkRules):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._calls: dict[str, tuple[ToolSpec, str]] = {}
         self._finals: dict[str, str] = {}
+
+    def size(self) -> int:
+        """How many rules there are."""
+        return len(self._rules)
+
+    def snapshot(self) -> RulesSnapshot:
+        """The state to `restore` if what is built next is thrown away."""
+        return RulesSnapshot(dict(self._rules), dict(self._by_key), self._counter,
+                             dict(self._calls), dict(self._finals))
+
+    def restore(self, snap: RulesSnapshot) -> None:
+        self._rules, self._by_key, self._counter = dict(snap.rules), dict(snap.by_key), \
+            snap.counter
+        self._calls, self._finals = dict(snap.calls), dict(snap.finals)
 
     def remember(self, name: str, tool: ToolSpec, args: str) -> None:
         self._calls[name] = (tool, args)
