@@ -118,7 +118,9 @@ def _path_input(value: Any) -> Any:
 
 
 class _Node(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Infinity and NaN are written as such (Python's json reads them back), not as null:
+    # a plan saved and read again must mean the same
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
     @model_serializer(mode="wrap")
     def _drop_empty_paths(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -262,6 +264,14 @@ class Step(_Node):
     def _read_field(cls, value: Any) -> Any:
         return _path_input(value)
 
+    @field_validator("output")
+    @classmethod
+    def _not_the_pipe(cls, value: str | None) -> str | None:
+        # as the raw form says: `$input` is the piped value, no step's name
+        if value == INPUT:
+            raise ValueError(f"{value!r} is not a usable name (a-z, 0-9, _)")
+        return value
+
     @property
     def call(self) -> Call:
         return Call(function=self.function, args=self.args, field=self.field)
@@ -271,7 +281,8 @@ class SequentialPlan(_Node):
     """Semantic Kernel BasicPlanner's plan: steps in order, each output piped to the next
     step's `input` argument (unless the step sets `input` itself)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
+                              ser_json_inf_nan="constants")
 
     kind: Literal["sequential"] = "sequential"
     input: str = ""

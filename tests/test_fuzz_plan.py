@@ -169,6 +169,11 @@ def test_reading_and_checking_any_plan_gives_typed_errors(data: Any) -> None:
 
 @example({"kind": "tree", "root": {"kind": "call", "function": "TextPlugin.uppercase",
                                     "args": {"input": "$1"}}})
+# found: Infinity was written as null by to_json (pydantic's default for inf and NaN)
+@example({"function": "CurrencyPlugin.ConvertCurrency", "args": {"amount": math.inf}})
+# found: the typed form took a step output named "input", which the raw form refuses
+@example({"kind": "sequential", "input": "", "subtasks": [
+    {"kind": "step", "function": "TextPlugin.uppercase", "args": {}, "output": "input"}]})
 @given(_plans())
 def test_a_plan_survives_both_json_forms(data: Any) -> None:
     plan = _read(data)
