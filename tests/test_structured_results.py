@@ -270,6 +270,8 @@ def test_suite_reference_plans_reach_the_expected_answers(task: Any) -> None:
     assert result.ok, result.error
     assert judge(task, result.value, {}) is None, (result.value, task.expect)
     assert judge(task, -1, {}) is not None
+    # the whole object is not the answer, though the field is in it
+    assert judge(task, {"value": result.value, "other": 1}, {}) is not None
 
 
 def test_nestful_field_reference_is_scored_as_the_benchmark_writes_it() -> None:
