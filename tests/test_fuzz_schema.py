@@ -141,6 +141,8 @@ _SCHEMA_PARTS = st.recursive(
 )
 
 
+# found: a $ref to nothing loaded, then validation raised jsonschema's referencing error
+@example({"": {"anyOf": [{"$ref": "#/$defs/x"}]}}, [], {"": None})
 @given(st.dictionaries(st.text(max_size=4), _SCHEMA_PARTS, max_size=4),
        st.lists(st.text(max_size=4), max_size=3), st.dictionaries(st.text(max_size=4), _VALUES,
                                                                   max_size=4))

@@ -226,7 +226,38 @@ def _validator_class(schema: dict[str, Any], qualified: str, what: str) -> Any:
         raise PluginLoadError(
             f"{qualified}: invalid {what} at {where}: {_short(exc.message)}"
         ) from None
+    _check_refs(schema, qualified, what)
     return cls
+
+
+def _check_refs(schema: dict[str, Any], qualified: str, what: str) -> None:
+    """Every `$ref` must resolve within the schema: the metaschema does not check it, and
+    jsonschema would only fail (with its own error) when a call is validated."""
+    from referencing import Registry, Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    uri = "urn:localagent:schema"
+    resource = Resource.from_contents(schema, default_specification=DRAFT202012)
+    resolver = Registry().with_resource(uri, resource).resolver(uri)
+    for ref in _refs(schema):
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            raise PluginLoadError(
+                f"{qualified}: unresolvable $ref {_short(ref)} in the {what}"
+            ) from None
+
+
+def _refs(node: Any) -> list[str]:
+    """The `$ref` strings of a schema (not those inside enum, const, default or examples)."""
+    if isinstance(node, list):
+        return [ref for item in node for ref in _refs(item)]
+    if not isinstance(node, Mapping):
+        return []
+    found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+    return found + [ref for key, value in node.items()
+                    if key not in ("enum", "const", "default", "examples") for ref in _refs(value)]
 
 
 # --- validating ---------------------------------------------------------------------------
