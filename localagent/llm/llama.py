@@ -350,9 +350,10 @@ def _kv_restore(llama: llama_cpp.Llama, payload: bytes, tokens: Sequence[int]) -
 
 
 def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:
-    """Keep the first `n` tokens of the KV cache (as `generate` does on a prefix match)."""
+    """Keep the first `n` tokens of the KV cache (as `generate` does on a prefix match), so
+    a snapshot holds exactly the prefix it is saved for."""
+    llama._ctx.kv_cache_seq_rm(0, n, -1)
     if llama.n_tokens > n:
-        llama._ctx.kv_cache_seq_rm(0, n, -1)
         llama.n_tokens = n
         llama._requires_eval = True
 
