@@ -63,6 +63,16 @@ class Pure:
         return input
 
     @tool
+    async def record(self, n: float) -> dict[str, Any]:
+        """A nested record built from n (objects inside lists inside objects)."""
+        return {"n": n, "items": [n, n + 1, {"deep": [n * 2]}], "name": {"first": "x"}}
+
+    @tool
+    async def keep(self, value: Any) -> Any:
+        """The value unchanged, whatever it is."""
+        return value
+
+    @tool
     async def fail(self, input: str) -> str:
         """Always raises."""
         raise ValueError(f"refused {input[:10]!r}")
@@ -211,6 +221,56 @@ def test_a_tree_evaluates_to_its_python_value(case: Typed) -> None:
     result = _run(plan_from_dict(case.raw))
     assert result.ok, result.error
     assert result.value == case.value
+
+
+# --- field access: `$1.items[2].deep`, a call's "field" ------------------------------------
+
+_PARTS = st.lists(st.one_of(st.sampled_from(["n", "items", "name", "first", "deep", "zz"]),
+                            st.integers(0, 4)), max_size=4)
+_MISSING = object()
+
+
+def _lookup(value: Any, path: list[str | int]) -> Any:
+    """Plain Python: a key of an object, an index of a list; _MISSING when there is none."""
+    for part in path:
+        in_list = isinstance(part, int) and isinstance(value, list) and part < len(value)
+        in_object = isinstance(part, str) and isinstance(value, dict) and part in value
+        if not (in_list or in_object):
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _text(path: list[str | int]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+@given(_SMALL, _PARTS, st.sampled_from(["$1", "#E1", "$rec"]), st.booleans())
+def test_a_field_reference_gives_that_field_or_an_error_as_data(
+        n: int, path: list[str | int], spelling: str, on_call: bool) -> None:
+    """A path into a step's result (a reference's, or the step's own "field") gives what
+    Python's lookup gives; a path that leads nowhere fails validation or as data."""
+    record = {"n": float(n), "items": [float(n), float(n + 1), {"deep": [float(n * 2)]}],
+              "name": {"first": "x"}}
+    first: dict[str, Any] = {"function": "Pure.record", "args": {"n": n}, "output": "rec"}
+    if on_call and path:
+        first["field"] = _text(path).removeprefix(".")
+        ref = spelling
+    else:
+        ref = spelling + _text(path)
+    raw = {"input": "", "subtasks": [first, {"function": "Pure.keep", "args": {"value": ref}}]}
+    try:
+        plan = plan_from_dict(raw)
+        result = _run(plan)
+    except PlanValidationError:
+        return
+    _assert_data(result)
+    expected = _lookup(record, path)
+    if expected is _MISSING:
+        assert not result.ok
+    else:
+        assert result.ok, result.error
+        assert result.value == expected
 
 
 # --- hostile plans --------------------------------------------------------------------------
