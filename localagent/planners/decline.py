@@ -16,10 +16,12 @@ of the goal or of the reply, so it holds for every language.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from localagent.llm.base import LLM, Message
 from localagent.planners.base import GenerationLog, PlannerSettings
 from localagent.planners.prompts import TOOLS_SYSTEM
+from localagent.planners.techniques import Techniques
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
@@ -60,3 +62,20 @@ def goal_declined(llm: LLM, goal: str, tools: Sequence[ToolSpec], settings: Plan
     """The probe for a planner whose own prompt is not the tool-calling one (tree,
     sequential, ReAct): the tool-calling planner's first turn for `goal` over `tools`."""
     return model_declines(llm, first_turn(goal), tools, settings, log)
+
+
+class _PlanPlanner(Protocol):
+    llm: LLM
+    tools: list[ToolSpec]
+    settings: PlannerSettings
+    techniques: Techniques
+
+
+def plan_declined(planner: _PlanPlanner, goal: str, settings: PlannerSettings | None,
+                  log: GenerationLog) -> bool:
+    """For the tree and sequential planners' first greedy plan of a goal (`settings` None or
+    their own): with `decline`, the model's own choice whether any offered function fits.
+    Re-plans and vote samples are not asked again (the caller passes only first plans)."""
+    first = settings is None or settings == planner.settings
+    return planner.techniques.decline and first and goal_declined(
+        planner.llm, goal, planner.tools, planner.settings, log)

@@ -33,7 +33,7 @@ from localagent.planners.base import (
     generate_checked,
     replan_messages,
 )
-from localagent.planners.decline import goal_declined
+from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
@@ -125,21 +125,12 @@ class SequentialPlanner:
         return parse_sequential(text, tools, max_steps=MAX_STEPS, refs=True,
                                 decline=self.techniques.decline)
 
-    def _declines(self, goal: str, failed: object, settings: PlannerSettings | None,
-                  log: GenerationLog) -> bool:
-        """With `decline`, before the first greedy plan: the model's own choice whether
-        any offered function fits (`decline.goal_declined`; re-plans and vote samples
-        are not asked again)."""
-        first = failed is None and (settings is None or settings == self.settings)
-        return self.techniques.decline and first and goal_declined(
-            self.llm, goal, self.tools, self.settings, log)
-
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedSequence | None = None, error: str = "",
              settings: PlannerSettings | None = None) -> PlannedSequence:
         """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
         log = log if log is not None else GenerationLog()
-        if self._declines(goal, failed, settings, log):
+        if failed is None and plan_declined(self, goal, settings, log):
             raise DeclinedError(NO_PLAN_MESSAGE)
         tools = self.tools_for(goal)
         shown = self.techniques.mentions or self.techniques.named
