@@ -248,3 +248,29 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(default_llm, tmp_path
 def test_common_prefix() -> None:
     assert common_prefix([1, 2, 3], [1, 2, 4]) == 2 and common_prefix([], [1]) == 0
     assert struct.calcsize("<8sII32s") == _FIXED.size
+
+
+def test_the_settings_turn_the_cache_on_and_off(default_model_path: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from localagent.llm.llama import LlamaCppLLM
+
+    monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
+    monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE", "0")
+    off = LlamaCppLLM(default_model_path, n_ctx=512, n_threads=1)
+    try:
+        assert off.prompt_cache is None
+    finally:
+        off.close()
+    monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE", "1")
+    monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE_BYTES", "12345")
+    on = LlamaCppLLM(default_model_path, n_ctx=512, n_threads=1)
+    try:
+        cache = on.prompt_cache
+        assert cache is not None and cache.cap_bytes == 12345
+        assert cache.root == tmp_path / "prompt_cache"
+        # a path outside the catalog: its sha256 is computed once and remembered
+        digest = hashlib.sha256(default_model_path.read_bytes()).hexdigest()
+        assert cache.identity.model_sha256 == digest
+        assert digest in (tmp_path / "prompt_cache" / "model_sha256.json").read_text()
+    finally:
+        on.close()
