@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from conftest import stop_process
+
 CHROMA = Path(sys.executable).parent / "chroma"
 READY_WITHIN_S = 120.0  # a start-up limit, not an assertion on speed
 
@@ -50,12 +52,7 @@ def chroma_server(data: Path) -> Iterator[str]:
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout=15)
         log.close()
 
 

@@ -84,3 +84,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None,
     cmd = [*prefix, *entry, *args]
     return subprocess.run(cmd, check=False, capture_output=True, text=True, env=full_env, cwd=REPO,
                           timeout=timeout, input=input)
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 15) -> None:
+    """Terminate a server process the test started; kill it if it does not exit in time."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class Asked:
+    """An approver of side-effect calls that records what it was asked and answers `answer`."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer, self.requests = answer, []
+
+    def __call__(self, request) -> bool:  # a localagent.side_effects.ToolCallRequest
+        self.requests.append(request)
+        return self.answer

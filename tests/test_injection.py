@@ -11,6 +11,7 @@ import json
 from typing import Any, Literal
 
 import pytest
+from conftest import Asked
 
 from localagent import tool
 from localagent.agent import Agent
@@ -40,15 +41,6 @@ class Bank:
         """Transfer an amount of money to an account."""
         self.transfers.append((account, amount))
         return "transferred"
-
-
-class Asked:
-    def __init__(self, answer: bool) -> None:
-        self.answer, self.requests = answer, []
-
-    def __call__(self, request: ToolCallRequest) -> bool:
-        self.requests.append(request)
-        return self.answer
 
 
 def setup(llm: Any, techniques: str | None = None) -> tuple[Agent, Bank, Asked]:

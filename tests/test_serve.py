@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEFAULT_MODEL, REPO, run_cli
+from conftest import DEFAULT_MODEL, REPO, run_cli, stop_process
 
 from localagent.constraint import Constraint
 from localagent.errors import UsageError
@@ -211,12 +211,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             time.sleep(0.3)
         yield Served(f"http://127.0.0.1:{port}/v1", process, local)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=30)
 
 
 def test_real_server_enforces_a_grammar_the_model_would_not_follow(served: Served) -> None:

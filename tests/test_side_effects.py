@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import Asked, run_cli
 from typer.testing import CliRunner
 
 import localagent.llm
@@ -87,17 +87,6 @@ def append(line: str) -> dict[str, Any]:
 
 def finished(events: Any, function: str) -> list[CallFinished]:
     return [e for e in events if isinstance(e, CallFinished) and e.function == function]
-
-
-class Asked:
-    """An approver that records what it was asked and answers `answer`."""
-
-    def __init__(self, answer: bool) -> None:
-        self.answer, self.requests = answer, []
-
-    def __call__(self, request: ToolCallRequest) -> bool:
-        self.requests.append(request)
-        return self.answer
 
 
 # --- declaring ----------------------------------------------------------------------------
