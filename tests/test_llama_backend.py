@@ -10,6 +10,7 @@ import pytest
 
 from localagent.errors import ModelFileError, ModelNotFoundError, WeightsPackageMissingError
 from localagent.llm import load_llm, physical_cores
+from localagent.llm.base import common_prefix
 from localagent.llm.llama import ContextLengthError
 
 WEATHER_TOOL = {
@@ -22,15 +23,6 @@ WEATHER_TOOL = {
     },
 }
 CODE_PROMPT = "# Python\ndef add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n"
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def test_generate_reports_usage(default_llm) -> None:

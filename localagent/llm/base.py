@@ -143,3 +143,14 @@ class LLM(ABC):
             constraint=constraint,
             give_up=give_up,
         )
+
+
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items (tokens) `a` and `b` share: what a KV cache holding `a` can
+    reuse of a prompt `b`."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n

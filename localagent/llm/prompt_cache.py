@@ -44,6 +44,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
+from localagent.llm.base import common_prefix
+
 MAGIC = b"LAKVPRE\x00"
 FORMAT_VERSION = 1
 _FIXED = struct.Struct("<8sII32s")  # magic, version, header length, sha256 of the rest
@@ -89,16 +91,6 @@ class CachePlan:
     load: Entry | None
     start: int
     checkpoints: tuple[int, ...]
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens `a` and `b` share."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def plan_use(prefix: Sequence[int], in_memory: int, entries: Sequence[Entry]) -> CachePlan:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localagent.constraint import Constraint
-from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage, common_prefix
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class ScriptedLLM(LLM):
         if give_up is not None:  # the shortest prefix that gives up, as a real model stops
             text = next((text[:n] for n in range(1, len(text)) if give_up(text[:n])), text)
         tokens = prompt.split()
-        reused = _common_prefix(self._last_tokens, tokens)
+        reused = common_prefix(self._last_tokens, tokens)
         self._last_tokens = tokens
         words = text.split()
         finish = "length" if len(words) > max_tokens else "stop"
@@ -108,12 +108,3 @@ class ScriptedLLM(LLM):
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
-
-
-def _common_prefix(a: Sequence[str], b: Sequence[str]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
