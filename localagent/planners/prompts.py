@@ -90,8 +90,11 @@ FIELD_EXAMPLES = (
 
 
 def _field_shots(tree: bool, reasoning: bool) -> str:
-    """The field-access examples, written as `_shots` writes the others."""
-    shots = []
+    """The field-access note and examples, written as `_shots` writes the others. They come
+    after the fixed examples, never in the system text: whether they are shown depends on
+    the tools the filter offers for a goal, and what depends on the goal must follow the
+    fixed part of the prompt, or consecutive goals share no prefix (the KV cache)."""
+    shots = [(TREE_FIELDS if tree else SEQUENTIAL_FIELDS).strip()]
     for goal, why, tree_plan, steps in FIELD_EXAMPLES:
         plan: dict[str, Any] = tree_plan if tree else steps
         if reasoning:
@@ -117,8 +120,7 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
     fields = has_fields(tools)
-    system = (TREE_SYSTEM + (TREE_FIELDS if fields else "")
-              + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else ""))
+    system = TREE_SYSTEM + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else "")
     shots = _shots(examples, write) + (_field_shots(True, reasoning) if fields else "")
     user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -147,9 +149,7 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
 
     fields = has_fields(tools)
-    system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS
-              + (SEQUENTIAL_FIELDS if fields else "")
-              + (SEQUENTIAL_NO_PLAN if decline else "")
+    system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_NO_PLAN if decline else "")
               + (SEQUENTIAL_REASONING if reasoning else ""))
     shots = _shots(examples, write) + (_field_shots(False, reasoning) if fields else "")
     user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
