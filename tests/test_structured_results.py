@@ -171,6 +171,18 @@ def test_untyped_sequential_grammar_admits_only_declared_paths() -> None:
     assert matches(G.sequential_plan(TOOLS, refs="backward"), j(seq(get(), times("$1.totl"))))
 
 
+def test_distinct_references_never_combine_a_result_with_a_part_of_itself() -> None:
+    """`ordered`/`distinct` forbid `multiply("$1", "$1")`; with paths, `$1` and `$1[0]` (or
+    `$1.total`) are the same result too, while two parts of it (`$1.total`, `$1.items`)
+    differ. Found on the real model: `divide("$1", "$1[0]")` over an integer result."""
+    for order in ({"ordered": True}, {"distinct": True}):
+        c = G.sequential_plan(TOOLS, refs="backward", **order)
+        assert not matches(c, j(seq(get(), times("$1", "$1"))))
+        assert not matches(c, j(seq(get(), times("$1", "$1.total"))))
+        assert not matches(c, j(seq(get(), times("$1.total", "$1"))))
+        assert matches(c, j(seq(get(), get(), times("$1.total", "$2.total"))))
+
+
 # --- parsers, plan data, plan check -------------------------------------------------------
 
 

@@ -325,13 +325,18 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int,
             name = lit(jtext(keys[idx]) + ": ")
             choices = [(plain[keys[idx]], used)] if plain[keys[idx]] else []
             allowed = refs(props[keys[idx]]) if refs else range(1, step)
-            # per step, so the states stay 2^steps; a part of a result (`$1.price`) may
-            # follow another part of it (`$1.count`): parts of one result differ
-            floor = max(used, default=0) if ascending else 0
-            choices += [(ref_lark(item), used | {ref_step(item)}) for item in allowed
-                        if (ref_step(item) > floor and ref_step(item) not in used) or (
-                            not isinstance(item, int) and ref_step(item) in used
-                            and ref_step(item) >= floor)]
+            # `used` holds k for a result taken whole and -k for a part of it, so the
+            # states stay few: a part of a result (`$1.price`) may follow another part of
+            # it (`$1.count`: parts differ), never the whole result or the other way round
+            # (`divide("$1", "$1[0]")` combines a result with itself)
+            steps = {abs(u) for u in used}
+            floor = max(steps, default=0) if ascending else 0
+            for item in allowed:
+                k, part = ref_step(item), not isinstance(item, int)
+                fresh = k > floor and k not in steps
+                again = part and -k in used and k >= floor
+                if fresh or again:
+                    choices.append((ref_lark(item), used | {-k if part else k}))
             alts = []
             for value, after in choices:
                 rest = tail(idx + 1, after) if idx + 1 < len(keys) else ""
