@@ -107,6 +107,19 @@ def cached(fmt: str, tools: Sequence[ToolSpec], options: dict[str, Any],
     return constraint
 
 
+def grammar_problem(source: str) -> str | None:
+    """Why llguidance cannot compile this Lark grammar (an unknown rule name, more symbols
+    than it can hold), or None when it can. Costs one compile without a tokenizer."""
+    import llguidance
+
+    try:
+        grammar = llguidance.LLMatcher.grammar_from_lark(source)
+        message = llguidance.LLMatcher.validate_grammar(grammar)
+    except BaseException as exc:  # noqa: BLE001 - llguidance panics surface as any error
+        return f"{type(exc).__name__}: {exc}"
+    return message or None
+
+
 def render(fmt: str, **values: str) -> str:
     """Format `fmt`'s template with its `${placeholders}` filled (comment lines dropped)."""
     text = (GRAMMARS_DIR / TEMPLATES[fmt]).read_text(encoding="utf-8")

@@ -55,7 +55,9 @@ class ReturnClasses:
     result at `path` (`()`: all of it) fits the probed schema.
     """
 
-    def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds) -> None:
+    def __init__(self, tools: Sequence[ToolSpec], bounds: Bounds, *,
+                 fields: bool = True) -> None:
+        self.fields = fields  # False: references take results whole only
         self.probes = _argument_schemas(tools, bounds)
         returns = [json.dumps(t.returns, sort_keys=True, default=str) for t in tools]
         by_returns: dict[str, frozenset[tuple[int, GrammarPath]]] = {}  # alike fit alike
@@ -85,7 +87,7 @@ class ReturnClasses:
         for n, (schema, root) in enumerate(self.probes):
             if fits(schema, returns, root):
                 out.append((n, ()))
-            else:
+            elif self.fields:
                 out += [(n, path) for path, part in field_paths(returns)
                         if fits(schema, part, root)]
         return out
@@ -120,6 +122,8 @@ class ReturnClasses:
             returns = self._returns[cls]
             if fits(schema, returns, root):
                 return [()]
+            if not self.fields:
+                return []
             return [p for p, part in field_paths(returns) if fits(schema, part, root)]
         return self._paths[cls].get(n, [])
 
@@ -131,11 +135,13 @@ class TypedSteps:
 
     def __init__(self, rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
                  call: CallRule, *, last: set[int] | None = None,
-                 groups: Sequence[set[int]] = (), bounds: Bounds | None = None) -> None:
+                 groups: Sequence[set[int]] = (), bounds: Bounds | None = None,
+                 fields: bool = True) -> None:
         self.rules, self.tools_at, self.call, self.last = rules, tools_at, call, last
         self.groups = list(groups)
         probed = list({id(ts): ts for ts in tools_at}.values())
-        self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds)
+        self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds,
+                                     fields=fields)
         self.of_tool = self.classes.of_tool[:len(tools_at[0])]
         hooks = sum(max(1, len(self.classes.probes_of(t.parameters))) for t in tools_at[-1])
         hooks *= FIELD_WEIGHT if self.classes.has_fields else 1
