@@ -272,6 +272,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: True,
     ),
     SettingDef(
+        "fast_forward",
+        "LOCALAGENT_FAST_FORWARD",
+        "under a grammar, evaluate the tokens it forces as one batch instead of sampling "
+        "them one by one (localagent/llm/fast_forward.py)",
+        _bool,
+        lambda _: True,
+    ),
+    SettingDef(
         "prompt_cache_bytes",
         "LOCALAGENT_PROMPT_CACHE_BYTES",
         "size cap of the prompt cache in bytes; the least recently used states go first",

@@ -17,8 +17,9 @@ run as a user runs it: `localagent run GOAL --json` with the default filter.
 - warm: one process, one model, one Agent per tool set, the disk cache off: a different
   goal over the same tools first, then each goal (in-memory KV reuse only);
 - raw: the same model on the invoice goal's real prompt: prompt tokens/s (nothing
-  reused), generation tokens/s without any logits processor, and under the tree grammar;
-  the ratio is constrained / unconstrained tokens per second.
+  reused), generation tokens/s without any logits processor, and under the tree grammar
+  both token by token and with fast-forward (forced tokens evaluated in one batch); the
+  ratios are constrained / unconstrained tokens per second.
 
 The tool index lives in one folder for every run (built once before the runs), so a cold
 run's seconds are not an index build. Seconds on a shared machine move with its load:
@@ -201,10 +202,19 @@ def raw_speed(llm: Any, agent: Any) -> dict[str, Any]:
 
     free, free_n = speed()
     llm.complete(prompt, max_tokens=160, constraint=constraint)  # compile, warm the grammar
-    bound, bound_n = speed(constraint=constraint)
+    chosen = llm.fast_forward
+    try:
+        llm.fast_forward = False
+        stepwise, stepwise_n = speed(constraint=constraint)
+        llm.fast_forward = True
+        bound, bound_n = speed(constraint=constraint)
+    finally:
+        llm.fast_forward = chosen
     return {"mode": "raw", "prompt_tokens": first.usage.prompt_tokens,
             "prompt_tokens_per_s": round(prompt_tps, 1),
             "generation_tokens_per_s": round(free, 1), "generated": free_n,
+            "stepwise_tokens_per_s": round(stepwise, 1), "stepwise_generated": stepwise_n,
+            "ratio_stepwise_unconstrained": round(stepwise / free, 2),
             "constrained_tokens_per_s": round(bound, 1), "constrained_generated": bound_n,
             "ratio_constrained_unconstrained": round(bound / free, 2)}
 
@@ -223,9 +233,13 @@ def print_table(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         if r["mode"] == "raw":
             print(f"raw: prompt {r['prompt_tokens_per_s']} tokens/s ({r['prompt_tokens']} "
-                  f"tokens), generation {r['generation_tokens_per_s']} tokens/s unconstrained, "
-                  f"{r['constrained_tokens_per_s']} under the tree grammar: ratio "
-                  f"{r['ratio_constrained_unconstrained']}")
+                  f"tokens), generation {r['generation_tokens_per_s']} tokens/s unconstrained "
+                  f"({r['generated']} tokens); under the tree grammar "
+                  f"{r['stepwise_tokens_per_s']} token by token ({r['stepwise_generated']} "
+                  f"tokens, ratio {r['ratio_stepwise_unconstrained']}) and "
+                  f"{r['constrained_tokens_per_s']} with fast-forward "
+                  f"({r['constrained_generated']} tokens, ratio "
+                  f"{r['ratio_constrained_unconstrained']})")
 
 
 def main(argv: list[str] | None = None) -> int:

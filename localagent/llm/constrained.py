@@ -261,6 +261,7 @@ class ConstrainedProcessor:
         self._prompt_len: int | None = None
         self._consumed = 0
         self.calls = 0
+        self.forced = 0  # tokens fed by `advance` as forced, never masked one by one
         self.seconds = 0.0  # time spent masking, for benchmarks
         self.error: BaseException | None = None
 
@@ -270,6 +271,7 @@ class ConstrainedProcessor:
         self._prompt_len = None
         self._consumed = 0
         self.calls = 0
+        self.forced = 0
         self.seconds = 0.0
         self.error = None
 
@@ -308,6 +310,35 @@ class ConstrainedProcessor:
             return _only(scores, self._eos)
         return out
 
+    def advance(self, token: int) -> list[int]:
+        """Feed a sampled `token` and return the tokens the grammar forces next, fed too
+        (the caller evaluates them with `token` in one batch; see `fast_forward.py`).
+
+        The scores of the next call then need no catching up: the matcher has seen every
+        token up to the end of the batch. A forced run stops before a token the mask would
+        block anyway (`never_sampled`)."""
+        if not self._matcher.consume_token(token):
+            raise ConstraintError(f"generated token rejected by the grammar: "
+                                  f"{self._matcher.get_error()}")
+        self._consumed += 1
+        if self._matcher.is_stopped():
+            return []
+        more = [int(t) for t in self._matcher.compute_ff_tokens()]
+        blocked = set(self._blocked.tolist())
+        cut = next((i for i, t in enumerate(more) if t in blocked), len(more))
+        more = more[:cut]
+        if more and not self._matcher.consume_tokens(more):
+            raise ConstraintError(f"forced tokens rejected by the grammar: "
+                                  f"{self._matcher.get_error()}")
+        self._consumed += len(more)
+        self.forced += len(more)
+        return more
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the grammar admits nothing more (the text is complete)."""
+        return bool(self._matcher.is_stopped())
+
     @property
     def accepting(self) -> bool:
         """Whether the text generated so far is a complete match of the grammar."""
@@ -324,9 +355,10 @@ class ConstrainedProcessor:
                 f"constraint {name} was not in force: {completion_tokens} tokens generated "
                 "but the logits processor never ran",
                 hint="pass the processor as logits_processor to create_completion")
-        if completion_tokens > self.calls:
+        if completion_tokens > self.calls + self.forced:
             raise ConstraintError(
-                f"constraint {name} masked only {self.calls} of {completion_tokens} tokens")
+                f"constraint {name} masked only {self.calls} of {completion_tokens} tokens"
+                f" ({self.forced} forced)")
 
 
 def _only(scores: np.ndarray, ids: list[int]) -> np.ndarray:

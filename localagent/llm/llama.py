@@ -64,9 +64,12 @@ class LlamaCppLLM(LLM):
         verbose: bool = False,
         entry: CatalogEntry | None = None,
         prompt_cache: PromptCache | bool | None = None,
+        fast_forward: bool | None = None,
     ) -> None:
         """`prompt_cache`: a `PromptCache`, False for none, None for the settings'
-        (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`)."""
+        (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`).
+        `fast_forward`: evaluate grammar-forced tokens in one batch (`fast_forward.py`);
+        None for the setting of that name (on by default)."""
         self.path = Path(path)
         self.temperature = temperature
         self.seed = seed
@@ -91,6 +94,11 @@ class LlamaCppLLM(LLM):
         self._prompt_cache: PromptCache | None = None
         self._cache_ready = False
         self._skip_disk = False
+        if fast_forward is None:
+            from localagent.config import load_settings
+
+            fast_forward = bool(load_settings().value("fast_forward"))
+        self.fast_forward = fast_forward
 
     @property
     def llama(self) -> llama_cpp.Llama:
@@ -190,26 +198,36 @@ class LlamaCppLLM(LLM):
             start = time.perf_counter()
             loaded, evaluated = self._use_prompt_cache(tokens)
             self._eval_sizes.clear()
-            result = self._llama.create_completion(tokens, **kwargs)
+            if processor is not None and self.fast_forward:
+                text, n_completion, finish = self._generate_forced(tokens, processor, kwargs)
+            else:
+                text, n_completion, finish = _read_completion(
+                    self._llama.create_completion(tokens, **kwargs))
             seconds = time.perf_counter() - start
             evaluated += self._eval_sizes[0] if self._eval_sizes else 0
-        choice = result["choices"][0]  # type: ignore[index]
-        n_completion = int(result["usage"]["completion_tokens"])  # type: ignore[index]
         if processor is not None:
             processor.check_in_force(n_completion)
         reused = len(tokens) - evaluated
         usage = Usage(calls=1, prompt_tokens=len(tokens), prompt_tokens_reused=reused,
                       prompt_tokens_loaded=min(loaded, reused),
                       completion_tokens=n_completion, seconds=seconds)
-        finish = "length" if choice.get("finish_reason") == "length" else "stop"
-        return Completion(text=str(choice["text"]), usage=usage, finish_reason=finish,
-                          prompt=prompt)
+        return Completion(text=text, usage=usage, finish_reason=finish, prompt=prompt)
 
     def close(self) -> None:
         with self._lock:
             self._llama.close()
 
     # --- internals -----------------------------------------------------------------
+
+    def _generate_forced(self, tokens: list[int], processor: Any,
+                         kwargs: dict[str, Any]) -> tuple[str, int, str]:
+        from localagent.llm.fast_forward import generate
+
+        stopping = kwargs.get("stopping_criteria")
+        out = generate(self._llama, tokens, processor, max_tokens=kwargs["max_tokens"],
+                       temperature=kwargs["temperature"], seed=kwargs["seed"],
+                       stop=kwargs["stop"], stopping=stopping[0] if stopping else None)
+        return out.text, out.tokens, out.finish_reason
 
     def _open_prompt_cache(self) -> PromptCache | None:
         choice = self._cache_choice
@@ -356,6 +374,13 @@ def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:
     if llama.n_tokens > n:
         llama.n_tokens = n
         llama._requires_eval = True
+
+
+def _read_completion(result: Any) -> tuple[str, int, str]:
+    """(text, completion tokens, "stop" or "length") of a `create_completion` result."""
+    choice = result["choices"][0]
+    finish = "length" if choice.get("finish_reason") == "length" else "stop"
+    return str(choice["text"]), int(result["usage"]["completion_tokens"]), finish
 
 
 def _completion_kwargs(*, max_tokens: int, stop: Sequence[str], temperature: float,
