@@ -24,12 +24,16 @@ from localagent.bench.external import nestful
 from localagent.bench.suite import load_suite
 from localagent.bench.tools import build_registry
 from localagent.cli import app
-from localagent.errors import PlanValidationError
+from localagent.errors import ConstraintError, PlanValidationError
 from localagent.executor import Executor
+from localagent.grammar.fields import keyed_object, part_choice
 from localagent.grammar.types import field_paths, field_schema
 from localagent.llm.constrained import matches
+from localagent.llm.scripted import ScriptedLLM
 from localagent.plan import Ref, plan_from_dict, plan_from_json, plan_to_raw, validate
-from localagent.planners.grounding import observed_values
+from localagent.planners.grounding import observed_answers, observed_values
+from localagent.planners.sequential import SequentialPlanner
+from localagent.planners.tool_calling import ToolCallingPlanner
 from localagent.tools import schema_tool
 from localagent.tools.plugins import import_file
 from localagent.tools.registry import ToolRegistry, default_registry
@@ -292,6 +296,56 @@ def test_grounded_answers_offer_scalar_fields_of_observed_objects() -> None:
     assert all(not v.startswith("{") for v in values)
 
 
+def test_labelled_grounded_answers_write_the_path_and_state_the_value() -> None:
+    order = S.ORDERS[17].model_dump()
+    stated = observed_answers([order], labels=True)
+    assert stated["total: 42.5"] == "42.5" and stated["items[0].price: 2.5"] == "2.5"
+    assert "42.5" not in stated and "2.5" not in stated  # a part is offered after its path
+    assert set(stated.values()) == set(observed_values([order]))
+    bare = observed_answers([60.5, {"ok": True}], labels=True)  # newest first
+    assert bare["60.5"] == "60.5" and bare["ok: true"] == "true" and bare["yes"] == "yes"
+    assert observed_answers([order]) == {v: v for v in observed_values([order])}
+
+
+def test_tools_planner_answers_the_value_a_labelled_answer_states() -> None:
+    call = '<tool_call>\n{"name": "Orders.Get", "arguments": {"order_id": 17}}\n</tool_call>'
+    # the decline probe, a call, the same call again (so the next turn must answer), answer
+    llm = ScriptedLLM(["<tool_call>", call, call, "total: 42.5"])
+    out = ToolCallingPlanner(llm, TOOLS).run("How much was order 17?", Executor(REG),
+                                             max_iterations=4)
+    assert out.answer == "42.5", out.stop_reason
+    answer_turn = llm.requests[-1].constraint  # must answer: only after the path
+    assert matches(answer_turn, "total: 42.5") and matches(answer_turn, "items[1].price: 40.0")
+    assert not matches(answer_turn, "total: 2.5") and not matches(answer_turn, "42.5")
+    free_turn = llm.requests[2].constraint  # may still call: either form
+    assert matches(free_turn, "42.5") and matches(free_turn, "total: 42.5")
+    assert not matches(free_turn, "total: 2.5")
+
+
+def test_sequential_plan_ending_on_an_object_takes_the_part_the_model_picks() -> None:
+    whole = j(seq(get()))
+    llm = ScriptedLLM([whole, ', "field": "total"'])
+    planned = SequentialPlanner(llm, TOOLS).plan("How much was order 17?")
+    assert planned.plan.steps[-1].field == ("total",)
+    assert planned.text == whole[:-3] + ', "field": "total"}]}'
+    part = llm.requests[1]  # the model continues its own plan from the end of the args
+    assert part.prompt.endswith(whole[:-3]) and part.prompt.startswith(llm.requests[0].prompt)
+    assert matches(part.constraint, ', "field": "items[0].price"')
+    assert not matches(part.constraint, ', "field": "nope"') and not matches(part.constraint, "")
+    assert Executor(REG).run_sync(planned.plan).value == 42.5
+    # a step that takes a part already, a list or an untyped dict: no second request
+    for plan in (seq(get(field="customer")), seq({"function": "Flights.Search",
+                                                  "args": {"destination": "Korva"}}),
+                 seq({"function": "Sensors.Reading", "args": {"sensor": "S2"}})):
+        llm = ScriptedLLM([j(plan)])
+        assert SequentialPlanner(llm, TOOLS).plan("Order 17, flights to Korva, sensor S2")
+        assert len(llm.requests) == 1
+    assert keyed_object(REG.spec("Cities.Info").returns)
+    assert not keyed_object(REG.spec("Flights.Search").returns)
+    with pytest.raises(ConstraintError, match="no part"):
+        part_choice({"type": "number"})
+
+
 @pytest.mark.parametrize("task", SUITE.tasks, ids=lambda t: t.id)
 def test_suite_reference_plans_reach_the_expected_answers(task: Any) -> None:
     result = Executor(build_registry(task)).run_sync(plan_from_dict(task.solution))
@@ -338,17 +392,15 @@ def test_nestful_field_reference_is_scored_as_the_benchmark_writes_it() -> None:
 
 
 # Measured on 2026-12-02 (greedy, so one run is the rate): tree 1/1 (Orders.Get with
-# "field": "total"); sequential 0/1 (one step Orders.Get without a field: the whole order);
-# tools 0/1 (it saw the order's JSON and answered "2.5", an item's price, which grounding
-# admits as an observed value). Strict check kept; the two known failures are xfail.
-_KNOWN = "measured 0/1 with the default model"
+# "field": "total"). Sequential was 0/1 (one step Orders.Get without a field: the whole
+# order) and is 1/1 since a plan ending on an object with declared keys is continued with
+# the part the model picks (planners/parts.py: `, "field": "total"`). Tools was 0/1 (it
+# saw the order's JSON and answered "2.5", an item's price, first token "2") and is 1/1
+# since grounded answers from an object are offered after their path ("total: 42.5",
+# grounding.observed_answers), the answer being the value.
 
 
-@pytest.mark.parametrize("planner", [
-    "tree",
-    pytest.param("sequential", marks=pytest.mark.xfail(reason=_KNOWN + ": whole Order")),
-    pytest.param("tools", marks=pytest.mark.xfail(reason=_KNOWN + ": answered 2.5")),
-])
+@pytest.mark.parametrize("planner", ["tree", "sequential", "tools"])
 def test_real_model_answers_a_field_of_a_pydantic_result(default_llm, planner: str) -> None:
     """"How much was order 17?" over the suite's tools (Orders.Get returns an `Order`
     model; Cities, Sensors, Flights and four MathPlugin functions beside it)."""

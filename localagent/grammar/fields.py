@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from localagent.constraint import Constraint
+from localagent.errors import ConstraintError
 from localagent.grammar.common import call_object
 from localagent.grammar.jsonlark import LarkRules, Schema, jtext, lit
 from localagent.grammar.types import (
@@ -71,6 +73,25 @@ def _json_string(prefix: str, path: GrammarPath, lead: bool) -> str:
 def result_views(returns: Schema) -> list[tuple[GrammarPath, Schema]]:
     """The whole result (path `()`) and each part a grammar offers (`types.field_paths`)."""
     return [((), returns)] + field_paths(returns)
+
+
+def keyed_object(returns: Schema) -> bool:
+    """Whether a result is an object that declares its keys (a pydantic model, a
+    TypedDict, a JSON schema with `properties`): its first offered part is a named key
+    (`types.field_paths`), not a list index or the wildcard key of an untyped dict."""
+    paths = field_paths(returns)
+    return bool(paths) and isinstance(paths[0][0][0], str) and paths[0][0][0] != ANY_KEY
+
+
+def part_choice(returns: Schema) -> Constraint:
+    """Only `, "field": "<path>"`, one of the parts `field_paths` offers of a result of
+    schema `returns`: the continuation that makes a call written up to its arguments take
+    a part of its result (a plan's last step, `planners/sequential.py`)."""
+    alts = [field_lark(p) for p, _ in field_paths(returns)]
+    if not alts:
+        raise ConstraintError("the result declares no part to take")
+    text = f'start: {lit(", " + jtext("field") + ": ")} ({" | ".join(alts)})'
+    return Constraint(kind="lark", source=text, name="part-choice")
 
 
 def untyped_paths(tools: Sequence[ToolSpec]) -> list[GrammarPath]:

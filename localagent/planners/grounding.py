@@ -18,6 +18,7 @@ from typing import Any
 
 from localagent.constraint import Constraint
 from localagent.grammar.jsonlark import lit
+from localagent.plan_nodes import path_text
 from localagent.planners.mentions import stated_numbers
 
 MAX_VALUES = 24
@@ -36,35 +37,61 @@ def observed_values(results: Iterable[Any], whole_lists: bool = False) -> list[s
     """Every scalar in the tool results, as answer text: newest first, unique, bounded.
     `whole_lists` (the `result` technique): a list of names is offered only whole, joined
     by commas (seen: one book of the three a list goal asked for, given as the answer)."""
-    out: dict[str, None] = {}
+    return list(dict.fromkeys(observed_answers(results, whole_lists).values()))
+
+
+def observed_answers(results: Iterable[Any], whole_lists: bool = False,
+                     labels: bool = False) -> dict[str, str]:
+    """`observed_values` as the texts an answer is written as, each with the value it
+    states. With `labels`, a scalar inside an object or list result is written after its
+    path in that result (`total: 42.5`, `items[0].price: 2.5`), and stands for the value
+    (`42.5`); a result that is itself a scalar, "yes" and "no" stay bare. At most
+    MAX_VALUES distinct values, each under every path it was seen at (bounded too).
+
+    Why `labels`: under a choice of bare values the model's first token decides, and a
+    digit says nothing about which field it is. Asked "How much was order 17?" after
+    seeing the order, the default model began with "2" (log-probability -13.39) rather
+    than "4" (-13.69, shared by 42.5 and 40.0) and answered an item's price, 2.5; with the
+    paths in front, its first token was the key, `total` (-16.0, the next best -19.0)."""
+    out: dict[str, str] = {}
+    values: dict[str, None] = {}
     booleans = False
 
-    def visit(value: Any) -> None:
+    def offer(path: tuple[str | int, ...], text: str) -> None:
+        if text not in values and len(values) >= MAX_VALUES:
+            return
+        values[text] = None
+        shown = f"{path_text(path, lead=False)}: {text}" if labels and path else text
+        if len(out) < 2 * MAX_VALUES:
+            out.setdefault(shown, text)
+
+    def visit(value: Any, path: tuple[str | int, ...]) -> None:
         nonlocal booleans
         if isinstance(value, bool):
             booleans = True
-            out[json.dumps(value)] = None
+            offer(path, json.dumps(value))
         elif isinstance(value, (int, float)):
-            out[json.dumps(value)] = None
+            offer(path, json.dumps(value))
         elif isinstance(value, str):
             text = " ".join(value.split())
             if text and len(text) <= MAX_CHARS:
-                out[text] = None
+                offer(path, text)
         elif isinstance(value, dict):
-            for v in value.values():
-                visit(v)
+            for k, v in value.items():
+                visit(v, (*path, str(k)))
         elif isinstance(value, (list, tuple)):
             names = bool(value) and all(isinstance(v, str) for v in value)
             if not (whole_lists and names):
-                for v in value:
-                    visit(v)
+                for n, v in enumerate(value):
+                    visit(v, (*path, n))
             if names:
-                out[", ".join(value)] = None
+                offer(path, ", ".join(value))
 
     for result in reversed(list(results)):
-        visit(result)
-    values = list(out)[:MAX_VALUES]
-    return values + (["yes", "no"] if booleans else [])
+        visit(result, ())
+    if booleans:
+        out.update({"yes": "yes", "no": "no"})
+    return out
 
 
 def answer_choice(values: list[str], name: str = "grounded-answer") -> Constraint:
@@ -135,7 +162,17 @@ def grounded_answers(values: Sequence[Any], trail: Sequence[tuple[int, str, dict
                      prefer: Collection[str] = (), result: bool = False) -> list[str]:
     """The texts a grounded answer may restate, from the observed `values`; with `result`,
     of those only the `unused_results` of `trail` (if any remain), and a list only whole."""
+    return list(dict.fromkeys(labelled_answers(values, trail, prefer, result).values()))
+
+
+def labelled_answers(values: Sequence[Any],
+                     trail: Sequence[tuple[int, str, dict[str, Any], Any]],
+                     prefer: Collection[str] = (), result: bool = False,
+                     labels: bool = False) -> dict[str, str]:
+    """`grounded_answers` as `observed_answers` writes them: each text an answer may be
+    written as, with the value it states (`labels`: parts of objects after their path)."""
     if not result:
-        return observed_values(values)
+        return observed_answers(values, labels=labels)
     unused = unused_results(trail, prefer)
-    return observed_values([v for v in values if v in unused] or values, whole_lists=True)
+    return observed_answers([v for v in values if v in unused] or values, whole_lists=True,
+                            labels=labels)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
-from localagent.errors import DeclinedError
+from localagent.errors import DeclinedError, PlanValidationError
 from localagent.grammars import (
     Bounds,
     ParsedPlan,
@@ -39,6 +39,7 @@ from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.nouns import needed_functions
+from localagent.planners.parts import with_part
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -144,4 +145,22 @@ class SequentialPlanner:
             give_up=json_object_lost)
         if parsed.declined:
             raise DeclinedError(NO_PLAN_MESSAGE)
-        return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=log.raw[-1])
+        text = log.raw[-1]
+        parsed, text = self._take_part(messages, parsed, text, tools,
+                                       settings or self.settings, log)
+        return PlannedSequence(plan=plan_from_dict(parsed.plan), log=log, text=text)
+
+    def _take_part(self, messages: list[Message], parsed: ParsedPlan, text: str,
+                   tools: Sequence[ToolSpec], settings: PlannerSettings,
+                   log: GenerationLog) -> tuple[ParsedPlan, str]:
+        """The plan and its text, the last step taking the part of its object result the
+        model chooses (`parts.with_part`); unchanged where there is none to choose or the
+        completed plan does not check."""
+        longer = with_part(self.llm, messages, text, parsed.plan["subtasks"][-1], tools,
+                           "}]}", settings, log)
+        if longer is None:
+            return parsed, text
+        try:
+            return self.parse(longer, tools), longer
+        except PlanValidationError:
+            return parsed, text

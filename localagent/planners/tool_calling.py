@@ -7,7 +7,10 @@ the executor; each result goes back as a `tool` message carrying the id of the c
 answers. A text answer ends the loop; so does `max_iterations` (on the last turn the
 grammar admits only text). A turn that repeats the previous turn's calls with the same
 results makes the next turn the last: it must answer from what the calls returned.
-With grounded answers (`grounded`), the first turn must call a tool; with `decline`, the
+With grounded answers (`grounded`), the first turn must call a tool, and an answer
+restates an observed value; on the last turn (where it must answer) a part of an object
+result is written after its path (`total: 42.5`, `grounding.observed_answers`; the answer
+is the value), on the others either way; with `decline`, the
 model is first asked whether it would call one at all (`declines`). If it would answer in prose
 instead, the run ends declined ("no offered tool fits"), with no answer.
 """
@@ -36,7 +39,7 @@ from localagent.planners.base import (
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
 from localagent.planners.decline import first_turn, model_declines
-from localagent.planners.grounding import answer_choice, grounded_answers
+from localagent.planners.grounding import answer_choice, labelled_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
@@ -188,8 +191,9 @@ class ToolCallingPlanner:
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
         for i in range(1, max_iterations + 1):
-            answers = grounded_answers(check.answer_values(observed), trail, coverage.last,
-                                       t.result) if grounded else None
+            stated = labelled_answers(check.answer_values(observed), trail, coverage.last,
+                                      t.result, labels=True) if grounded else None
+            answers = None if stated is None else list(stated)
             if t.decline and answers == [] and not out.turns \
                     and self.declines(messages, out.log):
                 out.declined = True
@@ -200,15 +204,23 @@ class ToolCallingPlanner:
             tools = self._turn_tools(goal, [v for _, v in observed])
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
-            turn = self.next_turn(messages, last=i == max_iterations or check.must_answer
-                                  or repeated or coverage.finished(pending),
+            last = (i == max_iterations or check.must_answer or repeated
+                    or coverage.finished(pending))
+            if stated and not last:  # answering of its own accord: either form
+                bare = labelled_answers(check.answer_values(observed), trail, coverage.last,
+                                        t.result)
+                stated = {**stated, **{k: v for k, v in bare.items() if k not in stated}}
+                answers = list(stated)
+            turn = self.next_turn(messages, last=last,
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
-                out.turns.append(ToolTurn(answer=turn.answer))
+                # a grounded answer written after its path (`total: 42.5`) is the value
+                answer = stated.get(turn.answer, turn.answer) if stated else turn.answer
+                out.turns.append(ToolTurn(answer=answer))
                 _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
-                out.answer, out.stop_reason = turn.answer, "answered in text"
+                out.answer, out.stop_reason = answer, "answered in text"
                 return out
             ids = [f"call_{next_id + k + 1}" for k in range(len(turn.calls))]
             next_id += len(turn.calls)
