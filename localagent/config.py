@@ -275,9 +275,11 @@ SETTINGS: tuple[SettingDef, ...] = (
         "fast_forward",
         "LOCALAGENT_FAST_FORWARD",
         "under a grammar, evaluate the tokens it forces as one batch instead of sampling "
-        "them one by one (localagent/llm/fast_forward.py)",
+        "them one by one (localagent/llm/fast_forward.py; off by default: batched "
+        "evaluation changes logits slightly and flipped a near-tie greedy choice in a "
+        "seed scenario)",
         _bool,
-        lambda _: True,
+        lambda _: False,
     ),
     SettingDef(
         "prompt_cache_bytes",

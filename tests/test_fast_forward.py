@@ -100,12 +100,13 @@ def test_sampling_with_a_seed_repeats_and_stays_in_the_grammar(llm) -> None:
     assert texts[0] == texts[1]
 
 
-def test_the_setting_turns_it_off(monkeypatch) -> None:
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_the_setting_turns_it_on_and_off(monkeypatch, value: str) -> None:
     from localagent.llm import load_llm
 
-    monkeypatch.setenv("LOCALAGENT_FAST_FORWARD", "0")
+    monkeypatch.setenv("LOCALAGENT_FAST_FORWARD", value)
     model = load_llm("qwen2.5-coder-0.5b-instruct", n_threads=1)
     try:
-        assert model.fast_forward is False
+        assert model.fast_forward is (value == "1")
     finally:
         model.close()

@@ -314,25 +314,38 @@ class ConstrainedProcessor:
         """Feed a sampled `token` and return the tokens the grammar forces next, fed too
         (the caller evaluates them with `token` in one batch; see `fast_forward.py`).
 
-        The scores of the next call then need no catching up: the matcher has seen every
-        token up to the end of the batch. A forced run stops before a token the mask would
-        block anyway (`never_sampled`)."""
+        A token counts as forced where the mask admits that one token only, so the text
+        and its tokenization are exactly what token-by-token greedy decoding writes.
+        (llguidance's `compute_ff_tokens` forces more, the canonical tokenization of the
+        forced bytes, and measured that changed a greedy ReAct run's later choices.) The
+        next call's scores need no catching up: the matcher has seen every token up to
+        the end of the batch."""
         if not self._matcher.consume_token(token):
             raise ConstraintError(f"generated token rejected by the grammar: "
                                   f"{self._matcher.get_error()}")
         self._consumed += 1
-        if self._matcher.is_stopped():
-            return []
-        more = [int(t) for t in self._matcher.compute_ff_tokens()]
-        blocked = set(self._blocked.tolist())
-        cut = next((i for i, t in enumerate(more) if t in blocked), len(more))
-        more = more[:cut]
-        if more and not self._matcher.consume_tokens(more):
-            raise ConstraintError(f"forced tokens rejected by the grammar: "
-                                  f"{self._matcher.get_error()}")
+        more: list[int] = []
+        while not self._matcher.is_stopped():
+            only = self._only_allowed()
+            if only is None or only in self._eos:
+                break
+            if not self._matcher.consume_token(only):
+                raise ConstraintError(f"forced token rejected by the grammar: "
+                                      f"{self._matcher.get_error()}")
+            more.append(only)
         self._consumed += len(more)
         self.forced += len(more)
         return more
+
+    def _only_allowed(self) -> int | None:
+        """The one token the mask admits next, or None when it admits several (or none)."""
+        self._matcher.unsafe_compute_mask_ptr(
+            self._bitmask.ctypes.data_as(ctypes.c_void_p).value, self._bitmask.nbytes)
+        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
+        allowed = allowed[:self._vocab_size]
+        allowed[self._blocked[self._blocked < len(allowed)]] = 0
+        ids = np.flatnonzero(allowed[:]) if allowed.sum() == 1 else ()
+        return int(ids[0]) if len(ids) == 1 else None
 
     @property
     def stopped(self) -> bool:
