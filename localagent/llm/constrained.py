@@ -299,10 +299,8 @@ class ConstrainedProcessor:
             self._consumed += len(tokens)
         if self._matcher.is_error():
             raise ConstraintError(f"grammar matcher failed: {self._matcher.get_error()}")
-        self._matcher.unsafe_compute_mask_ptr(
-            self._bitmask.ctypes.data_as(ctypes.c_void_p).value, self._bitmask.nbytes)
         n = min(len(scores), self._vocab_size)
-        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[:n]
+        allowed = self._allowed()[:n]
         out = np.full(len(scores), -np.inf, dtype=scores.dtype)
         np.copyto(out[:n], scores[:n], where=allowed.view(bool))
         out[self._blocked[self._blocked < n]] = -np.inf
@@ -315,11 +313,10 @@ class ConstrainedProcessor:
         (the caller evaluates them with `token` in one batch; see `fast_forward.py`).
 
         A token counts as forced where the mask admits that one token only, so the text
-        and its tokenization are exactly what token-by-token greedy decoding writes.
-        (llguidance's `compute_ff_tokens` forces more, the canonical tokenization of the
-        forced bytes, and measured that changed a greedy ReAct run's later choices.) The
-        next call's scores need no catching up: the matcher has seen every token up to
-        the end of the batch."""
+        and its tokenization are exactly what token-by-token decoding writes (not
+        llguidance's `compute_ff_tokens`, the canonical tokenization of the forced bytes,
+        which can split a span otherwise). The next call's scores need no catching up:
+        the matcher has seen every token up to the end of the batch."""
         if not self._matcher.consume_token(token):
             raise ConstraintError(f"generated token rejected by the grammar: "
                                   f"{self._matcher.get_error()}")
@@ -337,14 +334,18 @@ class ConstrainedProcessor:
         self.forced += len(more)
         return more
 
-    def _only_allowed(self) -> int | None:
-        """The one token the mask admits next, or None when it admits several (or none)."""
+    def _allowed(self) -> np.ndarray:
+        """The matcher's mask for the next token: one 0/1 byte per vocabulary id."""
         self._matcher.unsafe_compute_mask_ptr(
             self._bitmask.ctypes.data_as(ctypes.c_void_p).value, self._bitmask.nbytes)
-        allowed = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
-        allowed = allowed[:self._vocab_size]
+        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
+        return bits[:self._vocab_size]
+
+    def _only_allowed(self) -> int | None:
+        """The one token the mask admits next (blocked ids aside), or None."""
+        allowed = self._allowed()
         allowed[self._blocked[self._blocked < len(allowed)]] = 0
-        ids = np.flatnonzero(allowed[:]) if allowed.sum() == 1 else ()
+        ids = np.flatnonzero(allowed)
         return int(ids[0]) if len(ids) == 1 else None
 
     @property

@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from localagent.llm.base import common_prefix
+
 if TYPE_CHECKING:
     import llama_cpp
 
@@ -104,12 +106,7 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
 def _keep_common_prefix(llama: llama_cpp.Llama, prompt: list[int]) -> None:
     """Keep the KV cells of the longest prefix shared with the sequence in memory; at least
     the prompt's last token is evaluated again so its logits are fresh."""
-    old = llama._input_ids.tolist()
-    keep = 0
-    for a, b in zip(old, prompt[:-1]):
-        if a != b:
-            break
-        keep += 1
+    keep = common_prefix(llama._input_ids.tolist(), prompt[:-1])
     llama._ctx.kv_cache_seq_rm(-1, keep, -1)
     llama.n_tokens = keep
 

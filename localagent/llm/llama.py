@@ -69,7 +69,7 @@ class LlamaCppLLM(LLM):
         """`prompt_cache`: a `PromptCache`, False for none, None for the settings'
         (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`).
         `fast_forward`: evaluate grammar-forced tokens in one batch (`fast_forward.py`);
-        None for the setting of that name (on by default)."""
+        None for the setting of that name (off by default)."""
         self.path = Path(path)
         self.temperature = temperature
         self.seed = seed
