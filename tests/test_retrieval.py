@@ -20,6 +20,8 @@ from localagent.retrieval import (
 )
 from localagent.retrieval.dataset import load_tools
 from localagent.retrieval.embeddings import ChromaEmbeddingFunction
+from localagent.retrieval.filter import ScoredTool, whole_plugins
+from localagent.tools.registry import default_registry
 from localagent.tools.spec import ToolSpec
 
 INVOICE_GOAL = (
@@ -177,6 +179,46 @@ def test_threshold_keeps_only_close_functions_but_always_included(
                         FilterOptions(relevancy_threshold=1.0, included_functions=("Total",)),
                         index)
     assert [t.spec.name for t in none] == ["Total"]
+
+
+def test_whole_plugins_adds_a_plugin_only_when_all_of_it_fits() -> None:
+    tools = {n: _spec(p, n, "") for p, n in (("P", "a"), ("P", "b"), ("P", "c"),
+                                             ("Q", "x"), ("Q", "y"), ("R", "r"))}
+    allowed = list(tools.values())
+    kept = [ScoredTool(tools["a"], 0.9), ScoredTool(tools["x"], 0.8)]
+    # P (best score) needs 2 more, Q 1 more: both fit in 5, only P in 4, none in 3
+    assert whole_plugins(kept, allowed, 5) == ["P.b", "P.c", "Q.y"]
+    assert whole_plugins(kept, allowed, 4) == ["P.b", "P.c"]
+    assert whole_plugins(kept, allowed, 3) == ["Q.y"]  # P does not fit whole; Q does
+    assert whole_plugins(kept, allowed, 2) == []
+    assert whole_plugins(kept, allowed[:1] + allowed[3:], 9) == ["Q.y"]  # only allowed ones
+
+
+def test_two_goals_over_the_example_plugins_get_the_same_offer(
+        tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    """The point of `whole_plugins`: goals over the same tools that keep different
+    functions of one plugin get the same functions (and so share a prompt prefix)."""
+    specs = default_registry(examples=True).specs()
+    arithmetic = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
+                  "MathPlugin.divide")
+    index = ToolIndex(tmp_path, minilm)
+    goals = ("What is the total of the invoices of A and C?",
+             "What is the invoice of B minus the invoice of D?")
+
+    def offer(whole: bool) -> list[set[str]]:
+        options = FilterOptions(max_relevant_functions=6, included_functions=arithmetic,
+                                whole_plugins=whole)
+        return [{t.spec.qualified_name for t in filter_tools(g, specs, options, index)}
+                for g in goals]
+
+    each, whole = offer(False), offer(True)
+    assert each[0] != each[1]  # function by function, the offers differ ...
+    assert whole[0] == whole[1]  # ... and whole plugins make them one
+    assert all(e <= w for e, w in zip(each, whole, strict=True))
+    assert all(len(w) <= 6 + len(arithmetic) for w in whole)
+    plugins = {name.split(".")[0] for name in whole[0]}
+    assert all(s.qualified_name in whole[0] for s in specs
+               if s.plugin in plugins and s.plugin != "MathPlugin")
 
 
 @pytest.mark.parametrize("kwargs", [

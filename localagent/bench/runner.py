@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 FILTER_MODES_HELP = (
     "none (every tool), auto (filter the tasks with many tools, the "
-    "default), on (filter every task), max:N, threshold:T"
+    "default), on (filter every task), max:N, threshold:T; /each after one counts "
+    "functions one by one instead of offering whole plugins (auto/each)"
 )
 
 
@@ -60,7 +61,8 @@ class RunSpec:
 def parse_filter_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
-        name, _, value = mode.partition(":")
+        name, _, value = mode.removesuffix("/each").partition(":")
+        mode = mode.removesuffix("/each")
         try:
             ok = (
                 mode in ("none", "auto", "on")
@@ -77,7 +79,9 @@ def parse_filter_modes(text: str) -> list[str]:
 
 
 def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
-    """The label (part of the key) and the filter options for `task` under `mode`."""
+    """The label (part of the key) and the filter options for `task` under `mode`; a mode
+    ending in `/each` counts functions one by one (`FilterOptions.whole_plugins` off)."""
+    mode, each = mode.removesuffix("/each"), mode.endswith("/each")
     name, _, value = mode.partition(":")
     max_tools, threshold, include = None, None, ()
     if name == "max":
@@ -99,11 +103,12 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
             f"max{max_tools}" if max_tools is not None else "",
             f"t{threshold:g}" if threshold is not None else "",
             f"inc{len(include)}" if include else "",
+            "each" if each else "",
         )
         if p
     )
     return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
-                                included_functions=tuple(include))
+                                included_functions=tuple(include), whole_plugins=not each)
 
 
 def plan_runs(

@@ -11,6 +11,15 @@ Meaning of the options (Semantic Kernel's names; `None` means "no limit"):
 - `max_relevant_functions`: keep at most this many of the best-scoring functions.
 - `included_functions`: always kept, whatever their score, on top of the
   `max_relevant_functions` best (as Semantic Kernel adds the missing included ones).
+- `whole_plugins` (ours, on by default): with `max_relevant_functions`, a plugin that has a
+  kept function is offered whole when all of its functions fit in the count the options
+  allow (`max_relevant_functions` plus the included functions), plugins taken by their best
+  score. Why: two goals over the same tools then mostly get the same functions, so their
+  prompts share the manual and the model's KV cache reuses it (issue 22: goals that each
+  kept a different one of two currency functions shared nothing after the examples); the
+  functions added are siblings of one the goal needed. It reads only which plugin a
+  function belongs to. `whole_plugins=False` is Semantic Kernel's count, function by
+  function.
 
 A function name with a dot (`math.Add`) names one function; without a dot (`Add`) it names
 that function in every plugin. Semantic Kernel filters only when a threshold is set; here
@@ -40,6 +49,7 @@ class FilterOptions:
     excluded_functions: tuple[str, ...] = ()
     excluded_plugins: tuple[str, ...] = ()
     included_functions: tuple[str, ...] = ()
+    whole_plugins: bool = True
 
     def __post_init__(self) -> None:
         t = self.relevancy_threshold
@@ -155,4 +165,28 @@ def filter_tools(
     if missing:
         for h in index.search(queries, top_k=len(missing), among=missing):
             kept[h.qualified_name] = ScoredTool(by_name[h.qualified_name], h.score)
+    if options.whole_plugins and options.max_relevant_functions is not None:
+        limit = options.max_relevant_functions + sum(
+            _matches(s, options.included_functions) for s in allowed)
+        siblings = whole_plugins(list(kept.values()), allowed, limit)
+        if siblings:
+            for h in index.search(queries, top_k=len(siblings), among=siblings):
+                kept[h.qualified_name] = ScoredTool(by_name[h.qualified_name], h.score)
     return sorted(kept.values(), key=lambda t: (-t.score, t.spec.qualified_name))
+
+
+def whole_plugins(kept: Sequence[ScoredTool], allowed: Sequence[ToolSpec], limit: int) -> list[str]:
+    """The functions to add so that plugins with a kept function are offered whole, as long
+    as the total stays at most `limit`: plugins by their best kept score (ties by name), a
+    plugin all or nothing (a part of one would make the offer differ between goals again)."""
+    names = {t.spec.qualified_name for t in kept}
+    best: dict[str, float] = {}
+    for t in kept:
+        best[t.spec.plugin] = max(best.get(t.spec.plugin, -1.0), t.score)
+    added: list[str] = []
+    for plugin in sorted(best, key=lambda p: (-best[p], p)):
+        rest = [s.qualified_name for s in allowed
+                if s.plugin == plugin and s.qualified_name not in names]
+        if rest and len(names) + len(added) + len(rest) <= limit:
+            added.extend(rest)
+    return added
