@@ -226,6 +226,15 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: DEFAULT_MAX_TOOLS,
     ),
     SettingDef(
+        "whole_plugins",
+        "LOCALAGENT_WHOLE_PLUGINS",
+        "with max_tools, offer a plugin with a kept function whole when all of it fits in "
+        "the count, so goals over the same tools share their prompt (false: count "
+        "function by function, as Semantic Kernel does)",
+        _bool,
+        lambda _: True,
+    ),
+    SettingDef(
         "techniques",
         "LOCALAGENT_TECHNIQUES",
         "planning techniques: default, plain, switches such as reasoning+replan=2, or "

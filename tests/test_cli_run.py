@@ -49,6 +49,25 @@ def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch
     assert data["answer"] == 6700
 
 
+@pytest.mark.parametrize("whole", ["1", "0"])
+def test_whole_plugins_setting_decides_whether_two_goals_share_their_offer(
+        scripted, monkeypatch, whole):
+    """Config `whole_plugins` (on by default): two invoice goals that keep different
+    currency functions get one offer; off, Semantic Kernel's count, they differ."""
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "6")
+    monkeypatch.setenv("LOCALAGENT_WHOLE_PLUGINS", whole)
+    offers = []
+    for goal, company in (("What is the total of the invoices of A and C?", "A"),
+                          ("What is the invoice of B minus the invoice of D?", "B")):
+        scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice",
+                                     "args": {"company": company}}))
+        result = runner.invoke(app, ["run", goal, "--json", "--techniques", "plain",
+                                     "--examples"])
+        assert result.exit_code == 0, result.output
+        offers.append(set(json.loads(result.output)["tools"]))
+    assert (offers[0] == offers[1]) == (whole == "1"), offers
+
+
 def _commands(group, prefix=()):
     """Every command and group of the CLI (click objects), with its argument list
     (`["tools", "index"]`)."""

@@ -71,7 +71,8 @@ def _filter(threshold: float | None, max_tools: int | None, include: list[str] |
     return FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
                          included_functions=tuple(include or ()),
                          excluded_functions=tuple(exclude or ()),
-                         excluded_plugins=tuple(exclude_plugin or ()))
+                         excluded_plugins=tuple(exclude_plugin or ()),
+                         whole_plugins=bool(_settings().value("whole_plugins")))
 
 
 def _settings(**flags: Any) -> Any:
