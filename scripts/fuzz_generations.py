@@ -16,9 +16,14 @@ over each goal's own tools. Every output goes through the same checks a planner 
 The grammar's promise is 0 parse and 0 validation failures. Not for CI (it loads real
 models and runs for hours at the default N); the figures go to docs/BENCHMARKS.md.
 
-    LOCALAGENT_THREADS=2 .venv/bin/python scripts/fuzz_generations.py --n 1000
+    LOCALAGENT_THREADS=2 .venv/bin/python scripts/fuzz_generations.py --n 1000 \
+        --log fuzz.jsonl
     .venv/bin/python scripts/fuzz_generations.py --n 10 --models qwen2.5-coder-0.5b-instruct \
         --formats tree,react
+
+`--log FILE` appends one line per generation and, run again with the same options, skips
+what the file already holds (its outcomes are counted in): hours of sampling survive an
+interrupted run and can be spread over several sessions.
 
 Exit code 0 when every output parsed and validated, 1 otherwise, 2 for bad options.
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -78,6 +84,18 @@ class Tally:
     seconds: float = 0.0  # all of it: building and compiling grammars included
     llm_seconds: float = 0.0  # inside llama.cpp: prompt evaluation and decoding
     examples: list[str] = field(default_factory=list)
+
+    COUNTS = ("generated", "truncated", "parse_failures", "validation_failures",
+              "completion_tokens", "prompt_tokens", "seconds", "llm_seconds")
+
+    def counts(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.COUNTS}
+
+    def add(self, delta: dict[str, Any], examples: Sequence[str]) -> None:
+        """Count in one logged generation (`--log`)."""
+        for name in self.COUNTS:
+            setattr(self, name, getattr(self, name) + delta.get(name, 0))
+        self.examples.extend(examples[: max(0, 5 - len(self.examples))])
 
     def fail(self, kind: str, goal: str, exc: BaseException, text: str) -> None:
         if kind == "parse":
@@ -211,8 +229,37 @@ def draw(cases: Sequence[Case], n: int, rng: random.Random) -> list[Case]:
     return sorted(chosen, key=lambda c: order[c.key])
 
 
+def _run_key(model: str, fmt: str, args: argparse.Namespace) -> str:
+    """What decides the i-th generation: a logged one counts only under the same key."""
+    fast = os.environ.get("LOCALAGENT_FAST_FORWARD", "")
+    return (f"{model}|{fmt}|n={args.n}|seed={args.seed}|t={args.temperature}|"
+            f"suites={args.suites}|max_tools={args.max_tools}|fast_forward={fast}")
+
+
+def read_log(path: Path | None) -> dict[str, dict[int, dict[str, Any]]]:
+    """The generations a `--log` file holds, by run key and index; a torn last line (an
+    interrupted write) is ignored and done again."""
+    logged: dict[str, dict[int, dict[str, Any]]] = {}
+    if path is None or not path.exists():
+        return logged
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+            logged.setdefault(str(item["run"]), {})[int(item["i"])] = {
+                "counts": dict(item["counts"]), "examples": list(item["examples"])}
+        except (ValueError, KeyError, TypeError):
+            continue
+    return logged
+
+
+def _append(path: Path, item: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(item) + "\n")
+
+
 def run_model(model: str, formats: Sequence[str], cases: Sequence[Case], args: argparse.Namespace,
               tallies: list[Tally]) -> None:
+    logged = read_log(args.log)
     try:
         llm = load_llm(model, seed=args.seed)
     except (WeightsPackageMissingError, ModelNotFoundError) as exc:
@@ -224,9 +271,19 @@ def run_model(model: str, formats: Sequence[str], cases: Sequence[Case], args: a
             tallies.append(tally)
             rng = random.Random(f"{args.seed}:{model}:{fmt}")
             chosen = draw(cases, args.n, rng)
+            run = _run_key(model, fmt, args)
+            done = logged.get(run, {})
             for i, case in enumerate(chosen, 1):
+                if i in done:
+                    tally.add(done[i]["counts"], done[i]["examples"])
+                    continue
                 seed = args.seed + 1000 * i
+                before, seen = tally.counts(), len(tally.examples)
                 generate_one(llm, fmt, case, seed, args.temperature, tally)
+                if args.log is not None:
+                    after = tally.counts()
+                    _append(args.log, {"run": run, "i": i, "examples": tally.examples[seen:],
+                                       "counts": {k: after[k] - before[k] for k in after}})
                 _progress(tally, i, len(chosen))
             print(file=sys.stderr, flush=True)
     finally:
@@ -272,6 +329,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="base seed of goal choice and sampling (default 0)")
     parser.add_argument("--max-tools", type=int, default=30,
                         help="skip goals offering more tools than this (default 30)")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="append each generation to this JSONL file and skip those it "
+                             "already holds for the same options (resume)")
     parser.add_argument("--json", type=Path, default=None,
                         help="also write the tallies (with failure examples) to this file")
     args = parser.parse_args(argv)
