@@ -229,10 +229,11 @@ SETTINGS: tuple[SettingDef, ...] = (
         "whole_plugins",
         "LOCALAGENT_WHOLE_PLUGINS",
         "with max_tools, offer a plugin with a kept function whole when all of it fits in "
-        "the count, so goals over the same tools share their prompt (false: count "
-        "function by function, as Semantic Kernel does)",
+        "the count, so goals over the same tools share their prompt and the KV cache "
+        "(off: count function by function, as Semantic Kernel does; the added functions "
+        "cost the default model accuracy, docs/BENCHMARKS.md)",
         _bool,
-        lambda _: True,
+        lambda _: False,
     ),
     SettingDef(
         "techniques",

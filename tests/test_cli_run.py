@@ -52,7 +52,7 @@ def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch
 @pytest.mark.parametrize("whole", ["1", "0"])
 def test_whole_plugins_setting_decides_whether_two_goals_share_their_offer(
         scripted, monkeypatch, whole):
-    """Config `whole_plugins` (on by default): two invoice goals that keep different
+    """Config `whole_plugins` (off by default): on, two invoice goals that keep different
     currency functions get one offer; off, Semantic Kernel's count, they differ."""
     monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "6")
     monkeypatch.setenv("LOCALAGENT_WHOLE_PLUGINS", whole)

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 FILTER_MODES_HELP = (
     "none (every tool), auto (filter the tasks with many tools, the "
-    "default), on (filter every task), max:N, threshold:T; /each after one counts "
-    "functions one by one instead of offering whole plugins (auto/each)"
+    "default), on (filter every task), max:N, threshold:T; /whole after one offers "
+    "whole plugins that fit (FilterOptions.whole_plugins: auto/whole)"
 )
 
 
@@ -61,8 +61,8 @@ class RunSpec:
 def parse_filter_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
-        name, _, value = mode.removesuffix("/each").partition(":")
-        mode = mode.removesuffix("/each")
+        mode = mode.removesuffix("/whole")
+        name, _, value = mode.partition(":")
         try:
             ok = (
                 mode in ("none", "auto", "on")
@@ -80,8 +80,8 @@ def parse_filter_modes(text: str) -> list[str]:
 
 def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
     """The label (part of the key) and the filter options for `task` under `mode`; a mode
-    ending in `/each` counts functions one by one (`FilterOptions.whole_plugins` off)."""
-    mode, each = mode.removesuffix("/each"), mode.endswith("/each")
+    ending in `/whole` offers whole plugins that fit (`FilterOptions.whole_plugins`)."""
+    mode, whole = mode.removesuffix("/whole"), mode.endswith("/whole")
     name, _, value = mode.partition(":")
     max_tools, threshold, include = None, None, ()
     if name == "max":
@@ -103,12 +103,12 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
             f"max{max_tools}" if max_tools is not None else "",
             f"t{threshold:g}" if threshold is not None else "",
             f"inc{len(include)}" if include else "",
-            "each" if each else "",
+            "whole" if whole else "",
         )
         if p
     )
     return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
-                                included_functions=tuple(include), whole_plugins=not each)
+                                included_functions=tuple(include), whole_plugins=whole)
 
 
 def plan_runs(

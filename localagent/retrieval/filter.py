@@ -11,15 +11,15 @@ Meaning of the options (Semantic Kernel's names; `None` means "no limit"):
 - `max_relevant_functions`: keep at most this many of the best-scoring functions.
 - `included_functions`: always kept, whatever their score, on top of the
   `max_relevant_functions` best (as Semantic Kernel adds the missing included ones).
-- `whole_plugins` (ours, on by default): with `max_relevant_functions`, a plugin that has a
-  kept function is offered whole when all of its functions fit in the count the options
-  allow (`max_relevant_functions` plus the included functions), plugins taken by their best
-  score. Why: two goals over the same tools then mostly get the same functions, so their
-  prompts share the manual and the model's KV cache reuses it (issue 22: goals that each
-  kept a different one of two currency functions shared nothing after the examples); the
-  functions added are siblings of one the goal needed. It reads only which plugin a
-  function belongs to. `whole_plugins=False` is Semantic Kernel's count, function by
-  function.
+- `whole_plugins` (ours, off by default): with `max_relevant_functions`, a plugin that has
+  a kept function is offered whole when all of its functions fit in the count the options
+  allow (`max_relevant_functions` plus the included functions), plugins taken by their
+  best score. Two goals over the same tools then mostly get the same functions, so their
+  prompts share the manual and the model's KV cache reuses it (two invoice goals that kept
+  different currency functions: 669 of 1,357 prompt tokens evaluated, 16 with it). It
+  reads only which plugin a function belongs to. Off by default because the siblings it
+  adds are distractors for a small model: on the 17 multilingual-suite tasks whose offer it
+  changes, the default model solved fewer (docs/BENCHMARKS.md).
 
 A function name with a dot (`math.Add`) names one function; without a dot (`Add`) it names
 that function in every plugin. Semantic Kernel filters only when a threshold is set; here
@@ -49,7 +49,7 @@ class FilterOptions:
     excluded_functions: tuple[str, ...] = ()
     excluded_plugins: tuple[str, ...] = ()
     included_functions: tuple[str, ...] = ()
-    whole_plugins: bool = True
+    whole_plugins: bool = False
 
     def __post_init__(self) -> None:
         t = self.relevancy_threshold
