@@ -12,15 +12,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from localagent.grammar.common import HERMES, CallFormat
-from localagent.grammar.types import DECLARED, declared_schema, value_type
+from localagent.grammar.types import DECLARED, value_type
 from localagent.tools.spec import ToolSpec
 
 
 def _type(schema: Any) -> str:
     if not isinstance(schema, dict) or not schema:
         return "any"
-    if DECLARED in schema:  # narrowed for one goal: shown as declared (manual.type_label)
-        return _type(declared_schema(schema))
+    if "enum" in schema and DECLARED in schema and (
+            schema[DECLARED] is None or not schema["enum"]):
+        # narrowed by a planner (`mentions`): an open number, or a key that must be
+        # looked up; the grammar holds the admitted values, the prompt the plain type
+        return str(schema.get("type", "any"))
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
     for combo in ("anyOf", "oneOf"):

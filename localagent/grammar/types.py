@@ -47,15 +47,6 @@ ANY = "any"
 DECLARED = "x-declared-enum"
 
 
-def declared_schema(schema: Schema) -> Schema:
-    """`schema` as its tool declared it, before a planner narrowed its enum for one goal."""
-    if DECLARED not in schema:
-        return schema
-    base = {k: v for k, v in schema.items() if k not in ("enum", DECLARED)}
-    declared = schema[DECLARED]
-    return base if declared is None else {**base, "enum": declared}
-
-
 _JSON_TYPE = {bool: "boolean", int: "integer", float: "number", str: "string"}
 _SCALARS = frozenset({"string", "number", "integer", "boolean"})
 

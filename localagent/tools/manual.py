@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from localagent.grammar.types import DECLARED, declared_schema
+from localagent.grammar.types import DECLARED
 from localagent.tools.spec import ToolSpec
 
 HEADER = "[AVAILABLE FUNCTIONS]"
@@ -65,16 +65,15 @@ def arg_label(name: str, schema: dict[str, Any], required: bool) -> str:
 
 
 def type_label(schema: dict[str, Any]) -> str:
-    """A short human label for a JSON schema: 'string', 'list of number', 'one of "A", "B"'.
-
-    A schema a planner narrowed for one goal (`mentions`) is labelled as declared: the
-    grammar holds the admitted values, and the manual reads the same for every goal, so
-    consecutive goals over the same tools share the whole prompt but the goal (measured
-    on 14 suite goals: tree 8/14 and sequential 8/14, against 6/14 and 7/14 with the
-    narrowed values written into the manual)."""
-    if DECLARED in schema:
-        return type_label(declared_schema(schema))
+    """A short human label for a JSON schema: 'string', 'list of number', 'one of "A", "B"'."""
     if "enum" in schema:
+        if not schema["enum"]:  # narrowed to nothing by the planner's `mentions` technique
+            return "the result of another function"
+        if schema.get(DECLARED, ...) is None:
+            # an open number narrowed by `mentions` to the goal's numbers and a few
+            # constants: listing them ("one of 0, 1, ... 1000000") reads as a menu, and
+            # the default model then fills add(1000000, 1000000) instead of looking up
+            return str(schema.get("type", "number"))
         return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
     if "const" in schema:
         return f"exactly {json.dumps(schema['const'])}"
