@@ -16,7 +16,7 @@ Meaning of the options (Semantic Kernel's names; `None` means "no limit"):
   allow (`max_relevant_functions` plus the included functions), plugins taken by their
   best score. Two goals over the same tools then mostly get the same functions, so their
   prompts share the manual and the model's KV cache reuses it (two invoice goals that kept
-  different currency functions: 669 of 1,357 prompt tokens evaluated, 16 with it). It
+  different currency functions: 685 of 1,373 prompt tokens evaluated, 356 with it). It
   reads only which plugin a function belongs to. Off by default because the siblings it
   adds are distractors for a small model: on the 17 multilingual-suite tasks whose offer it
   changes, the default model solved fewer (docs/BENCHMARKS.md).
