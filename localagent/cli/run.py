@@ -57,8 +57,9 @@ def _filter(threshold: float | None, max_tools: int | None, include: list[str] |
     (default 6: a 0.5B model plans far better over a few relevant functions). Whenever the
     filter drops functions, the arithmetic built-ins are kept too (unless excluded): goals
     need them without naming them, so no similarity to the goal would keep them."""
+    settings = _settings()
     if threshold is None and max_tools is None:
-        max_tools = _settings().value("max_tools") or None
+        max_tools = settings.value("max_tools") or None
     elif max_tools == 0:
         max_tools = None  # --max-tools 0: every function
     excluded = set(exclude or ()) | set(exclude_plugin or ())
@@ -72,7 +73,7 @@ def _filter(threshold: float | None, max_tools: int | None, include: list[str] |
                          included_functions=tuple(include or ()),
                          excluded_functions=tuple(exclude or ()),
                          excluded_plugins=tuple(exclude_plugin or ()),
-                         whole_plugins=bool(_settings().value("whole_plugins")))
+                         whole_plugins=bool(settings.value("whole_plugins")))
 
 
 def _settings(**flags: Any) -> Any:
