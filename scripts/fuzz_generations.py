@@ -265,6 +265,12 @@ def run_model(model: str, formats: Sequence[str], cases: Sequence[Case], args: a
     except (WeightsPackageMissingError, ModelNotFoundError) as exc:
         print(f"skip {model}: not installed ({exc.one_line()})", flush=True)
         return
+    # Thousands of distinct prompts would churn the disk prompt cache (a checkpoint of a
+    # dozen MB per prompt, evicted again at the cap) and fill the user's home; validity
+    # does not depend on it.
+    set_cache = getattr(llm, "set_prompt_cache", None)
+    if set_cache is not None:
+        set_cache(None)
     try:
         for fmt in formats:
             tally = Tally(model, fmt)

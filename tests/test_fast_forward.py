@@ -78,6 +78,36 @@ def test_max_tokens_is_kept_and_seen_as_truncation(llm) -> None:
     assert completion.truncated
 
 
+@pytest.fixture(scope="module")
+def smollm2():
+    from localagent.llm import load_llm
+
+    model = load_llm("smollm2-135m-instruct", n_threads=1)
+    model.set_prompt_cache(None)
+    model.fast_forward = True
+    yield model
+    model.close()
+
+
+def test_every_limit_below_the_plan_length_is_a_truncation(smollm2) -> None:
+    # At the step limit the plan's closing brackets are forced (SmolLM2's vocabulary writes
+    # them one token each); a max_tokens that cut that run used to end "stop" (the matcher
+    # had reached the grammar's end) with the text cut short, so it failed to parse
+    # instead of being retried with a larger budget.
+    tools = demo_tools()
+    constraint = G.sequential_plan(tools, max_steps=1)
+    prompt = _prompt(smollm2, GOAL + "\n" + G.format_instructions("sequential", tools))
+    smollm2.reset_cache()
+    whole = smollm2.complete(prompt, max_tokens=300, constraint=constraint)
+    n = whole.usage.completion_tokens
+    assert not whole.truncated and G.parse_sequential(whole.text, tools, max_steps=1)
+    for limit in range(max(1, n - 6), n):
+        smollm2.reset_cache()
+        cut = smollm2.complete(prompt, max_tokens=limit, constraint=constraint)
+        assert cut.usage.completion_tokens <= limit
+        assert cut.truncated, (limit, cut.text[-40:])
+
+
 def test_a_stop_string_ends_a_constrained_completion(llm) -> None:
     constraint = Constraint("regex", r"Thought: [a-z ]{1,30}\nAction: (add|stop)\n",
                             name="react-like")

@@ -87,7 +87,8 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
         token = sampler.sample(llama._ctx, -1)
         if native.llama_vocab_is_eog(vocab, token):
             return out, forced, "stop", _text(llama, out, prompt)
-        more = processor.advance(token)[:max(0, max_tokens - len(out) - 1)]
+        run = processor.advance(token)
+        more = run[:max(0, max_tokens - len(out) - 1)]
         out += [token, *more]
         forced += len(more)
         pending = [token, *more]
@@ -96,6 +97,10 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
             hit = _first_stop(text, stop)
             if hit is not None:
                 return out, forced, "stop", text[:hit]
+        if len(more) < len(run):
+            # max_tokens cut the forced run: the matcher may already stand at the grammar's
+            # end, but the text does not, so this is a truncation, never a stop.
+            return out, forced, "length", _text(llama, out, prompt)
         if stopping is not None and stopping(llama._input_ids.tolist() + pending, None):
             return out, forced, "stop", _text(llama, out, prompt)
         if processor.stopped:
