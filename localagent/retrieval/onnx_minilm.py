@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from localagent.llm.assemble import sha256_file
 from localagent.paths import models_dir
 from localagent.retrieval.store import warn
 
@@ -58,17 +59,9 @@ def source_id(model_path: Path) -> dict[str, Any]:
             "weights_size": weights.stat().st_size if weights.is_file() else None}
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _record(path: Path) -> dict[str, Any]:
     st = path.stat()
-    return {"sha256": _sha256(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"sha256": sha256_file(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def export(model_path: Path, home: Path | None = None) -> Path:
@@ -138,7 +131,7 @@ def check(model_path: Path, home: Path | None = None) -> str | None:
         st = path.stat()
         if st.st_size == record.get("size") and st.st_mtime_ns == record.get("mtime_ns"):
             continue
-        if st.st_size != record.get("size") or _sha256(path) != record.get("sha256"):
+        if st.st_size != record.get("size") or sha256_file(path) != record.get("sha256"):
             return f"corrupt: {name} does not match its sha256"
     return None
 
