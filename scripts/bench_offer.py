@@ -66,6 +66,8 @@ def main() -> None:
     index = ToolIndex(Path(tempfile.mkdtemp()) / "index")
     offered = {name: Counter() for name in VARIANTS}
     total: Counter = Counter()
+    same: Counter = Counter()
+    differing: list[str] = []
     for path in sorted(REPO.glob(args.suites)):
         suite = load_suite(path)
         for task in suite.tasks:
@@ -76,18 +78,27 @@ def main() -> None:
             registry = build_registry(task, None)
             key = (suite.name, task.language)
             total[key] += 1
+            offers = []
             for name, queries in VARIANTS.items():
                 retrieval_filter.goal_queries = queries  # filter_tools reads the module's
-                kept = {s.qualified_name for s in select_specs(task.goal, registry, options, index)}
-                offered[name][key] += needed <= kept
+                kept = [s.qualified_name for s in select_specs(task.goal, registry, options, index)]
+                offered[name][key] += needed <= set(kept)
+                offers.append(kept)
+            if all(o == offers[0] for o in offers):
+                same[key] += 1
+            else:
+                differing.append(f"{suite.name}/{task.id}")
     retrieval_filter.goal_queries = VARIANTS["goal_queries"]
-    print("| suite | language | filtered tasks | " + " | ".join(VARIANTS) + " |")
-    print("|---|---|---:|" + "---:|" * len(VARIANTS))
+    print("| suite | language | filtered tasks | " + " | ".join(VARIANTS)
+          + " | same offer, same order |")
+    print("|---|---|---:|" + "---:|" * (len(VARIANTS) + 1))
     for key in sorted(total):
         print(f"| {key[0]} | {key[1]} | {total[key]} | "
-              + " | ".join(str(offered[n][key]) for n in VARIANTS) + " |")
+              + " | ".join(str(offered[n][key]) for n in VARIANTS) + f" | {same[key]} |")
     print(f"| all | | {sum(total.values())} | "
-          + " | ".join(str(sum(offered[n].values())) for n in VARIANTS) + " |")
+          + " | ".join(str(sum(offered[n].values())) for n in VARIANTS)
+          + f" | {sum(same.values())} |")
+    print("tasks offered differently: " + (" ".join(differing) or "none"))
 
 
 if __name__ == "__main__":
