@@ -174,23 +174,3 @@ def test_literals_reads_arguments_not_function_names() -> None:
         "value1": {"function": "Fleet.GetConsumption", "args": {"vehicle": "Dingo"}},
         "value2": 100}}
     assert literals(plan) == ["Dingo", 100]
-
-
-def _masked(text: str) -> str:
-    """Every letter of any script replaced by `x`: no word of any language is left, only
-    spaces, digits and punctuation."""
-    return "".join("x" if ch.isalpha() else ch for ch in text)
-
-
-@pytest.mark.parametrize("name", VARIANTS)
-def test_filter_queries_split_goals_without_reading_words(name: str) -> None:
-    """The filter searches with a goal and its clauses (`goal_queries`); where a goal splits
-    must not depend on its words, so every language is split alike: masking every letter
-    gives the masked clauses of the original."""
-    from localagent.retrieval.filter import goal_queries
-
-    goals = [variant(original, name).goal for original in ORIGINAL.tasks]
-    for goal in goals:
-        assert goal_queries(_masked(goal)) == [_masked(q) for q in goal_queries(goal)], goal
-    if name != "zh":  # Chinese clauses have no spaces: none has the two words a query needs
-        assert any(len(goal_queries(goal)) > 1 for goal in goals)  # the split is exercised

@@ -85,11 +85,8 @@ class ScoredTool:
     score: float  # cosine similarity to the goal, 1 - cosine distance
 
 
-# Clause boundaries: punctuation only (ASCII and the full-width marks of CJK text). No words
-# of any language: a joining word is a cue of one language, and the filter must treat every
-# language alike.
-_CLAUSE_SPLIT = re.compile(r"[,;:?!.\uff0c\u3002\uff1b\uff1a\uff1f\uff01\u3001]")
-_END_MARKS = " ?!.\uff1f\uff01\u3002"
+# Clause boundaries: punctuation and the words that join the steps of a multi-step goal.
+_CLAUSE_SPLIT = re.compile(r"[,;:?!.]|\b(?:and|then|between|after|before|also)\b", re.IGNORECASE)
 
 
 def goal_queries(goal: str) -> list[str]:
@@ -99,14 +96,10 @@ def goal_queries(goal: str) -> list[str]:
     "the prices of A and B") and buries the others ("the difference"). Scoring each function by its best
     similarity to the goal or any clause finds every step's function; measured in
     scripts/bench_retrieval.py (it also shows the small cost on one-step goals).
-
-    Clauses end at punctuation only, never at a word, so every language splits alike
-    (scripts/bench_offer.py: the same offer recall as a split at English joining words).
-    A clause written without spaces (Chinese) is one word and so never a query of its own.
     """
     goal = goal.strip()
     clauses = [c.strip() for c in _CLAUSE_SPLIT.split(goal)]
-    whole = goal.rstrip(_END_MARKS)
+    whole = goal.rstrip(" ?!.")
     kept = [c for c in clauses if len(c.split()) >= 2 and c != whole]
     return list(dict.fromkeys([goal, *kept]))
 
