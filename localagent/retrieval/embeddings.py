@@ -108,25 +108,32 @@ class MiniLMEmbedder:
 
     def _load(self) -> None:
         with self._lock:
-            if self._model is None and self._onnx is None:
-                enforce_offline()
-                path = self.model_path
-                if not path.is_dir():
-                    raise EmbeddingModelError(f"embedding model folder not found: {path}",
-                                              hint=_REINSTALL)
-                bundled = self._bundled
-                if self._runtime == "onnx" and not bundled:
-                    raise UsageError("the ONNX runtime serves only the bundled embedding model")
-                if self._runtime != "sentence-transformers" and bundled:
-                    from localagent.retrieval.onnx_minilm import load_runner
+            if self._model is not None or self._onnx is not None:
+                return
+            enforce_offline()
+            path = self.model_path
+            if not path.is_dir():
+                raise EmbeddingModelError(f"embedding model folder not found: {path}",
+                                          hint=_REINSTALL)
+            self._onnx = self._load_onnx(path)
+            if self._onnx is None:
+                self._model = self._load_model(path)
 
-                    self._onnx = load_runner(path)
-                    if self._onnx is None and self._runtime == "onnx":
-                        raise EmbeddingModelError(
-                            "the ONNX export of the embedding model is missing",
-                            hint="localagent models install")
-                if self._onnx is None:
-                    self._model = self._load_model(path)
+    def _load_onnx(self, path: Path) -> Any:
+        """The ONNX runner, or None where sentence-transformers is to be used."""
+        if self._runtime == "sentence-transformers":
+            return None
+        if not self._bundled:
+            if self._runtime == "onnx":
+                raise UsageError("the ONNX runtime serves only the bundled embedding model")
+            return None
+        from localagent.retrieval.onnx_minilm import load_runner
+
+        runner = load_runner(path, batch_size=self._batch_size)
+        if runner is None and self._runtime == "onnx":
+            raise EmbeddingModelError("the ONNX export of the embedding model is missing",
+                                      hint="localagent models install")
+        return runner
 
     def _load_model(self, path: Path) -> Any:
         hint = _REINSTALL

@@ -18,6 +18,7 @@ run falls back to sentence-transformers; `localagent models install` exports it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -103,9 +104,10 @@ def export(model_path: Path, home: Path | None = None) -> Path:
     manifest = {"source": source_id(model_path), "files": files, "created": time.time()}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
     final = home / FOLDER
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
+    try:
+        tmp.rename(final)
+    except OSError:  # another process put its export in place first: keep that one
+        shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
@@ -140,8 +142,9 @@ def check(model_path: Path, home: Path | None = None) -> str | None:
 def set_aside(home: Path | None = None) -> Path:
     """Move an unusable export out of the way (kept for a post-mortem, never read)."""
     folder = (home or onnx_home()) / FOLDER
-    aside = folder.with_name(f"{FOLDER}.corrupt-{int(time.time())}")
-    folder.rename(aside)
+    aside = folder.with_name(f"{FOLDER}.corrupt-{time.time_ns()}")
+    with contextlib.suppress(FileNotFoundError):  # another process set it aside first
+        folder.rename(aside)
     return aside
 
 
@@ -193,7 +196,8 @@ class OnnxMiniLM:
         return np.concatenate(out)
 
 
-def load_runner(model_path: Path, home: Path | None = None) -> Any | None:
+def load_runner(model_path: Path, home: Path | None = None,
+                batch_size: int = 64) -> OnnxMiniLM | None:
     """An embedding function (texts -> normalised vectors) over the export, or None when
     there is no usable one (then the caller uses sentence-transformers). A corrupt or
     stale export is set aside with one warning line."""
@@ -206,4 +210,4 @@ def load_runner(model_path: Path, home: Path | None = None) -> Any | None:
         warn(f"the ONNX embedding model is {problem}; set aside as {aside.name}, using "
              "sentence-transformers (run `localagent models install` to export it again)")
         return None
-    return OnnxMiniLM(home / FOLDER)
+    return OnnxMiniLM(home / FOLDER, batch_size)
