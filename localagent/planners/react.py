@@ -3,8 +3,11 @@ Observation ... Final Answer.
 
 The model writes one step under the `react_step` grammar; the executor runs the action;
 the observation is appended; repeat until a Final Answer or `max_iterations`. On the last
-allowed iteration the grammar admits only a Final Answer. An action repeated with the same
-arguments that brings the same observation again stops the loop with that reason.
+allowed iteration the grammar admits only a Final Answer. A step that asks for a call the run
+has already made (same function, same arguments) is written once more without that
+function, since the call could only bring back an observation the transcript holds; an
+action that is repeated all the same and brings the same observation again stops the loop
+with that reason.
 
 The prompt of step k+1 is the prompt of step k plus the text of step k and its
 observation, so the llama backend's KV cache holds the whole prefix and evaluates only the
@@ -165,10 +168,23 @@ class ReactPlanner:
                 if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
-            step = self.next_step(prompt, final_only=i == max_iterations
-                                  or coverage.finished(must_call), log=out.log,
-                                  finals=finals, tools=must_call or step_tools,
-                                  must_act=bool(must_call), may_decline=t.decline and i == 1)
+            offered = must_call or step_tools
+
+            def write_step(tools: list[ToolSpec]) -> ReactStep:
+                return self.next_step(prompt, final_only=i == max_iterations
+                                      or coverage.finished(must_call), log=out.log,
+                                      finals=finals, tools=tools, must_act=bool(must_call),
+                                      may_decline=t.decline and i == 1)
+
+            step = write_step(offered)
+            if step.action is not None and _call_key(step.action) in seen:
+                # The same call again brings the same observation again: the step is
+                # written once more without that function (when another one is left).
+                others = [s for s in offered if s.qualified_name != step.action.function]
+                if others:
+                    emit("react_repeat", {"function": step.action.function,
+                                          "args": step.action.args})
+                    step = write_step(others)
             prompt += step_text(step)
             if t.decline and i == 1 and step.final_answer == NO_TOOL_ANSWER:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
@@ -194,7 +210,7 @@ class ReactPlanner:
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
                                        result.value, error, source=result.source))
             emit("react_step", out.turns[-1].to_dict())
-            key = (step.action.function, json.dumps(step.action.args, sort_keys=True))
+            key = _call_key(step.action)
             if seen.get(key) == obs:
                 out.stop_reason = (f"repeated action {step.action.function} with the same "
                                    f"arguments and the same observation")
@@ -203,6 +219,11 @@ class ReactPlanner:
             prompt += f"\nObservation: {obs}\n"
         out.stop_reason = f"no final answer within {max_iterations} iterations"
         return out
+
+
+def _call_key(action: Any) -> tuple[str, str]:
+    """A call's identity: its function and its arguments, order-independent."""
+    return action.function, json.dumps(action.args, sort_keys=True)
 
 
 def _emitter(out: ReactOutcome | Any,
