@@ -188,12 +188,35 @@ def test_react_last_iteration_only_allows_final_answer(registry):
     assert out.answer == "34"
 
 
+def test_react_repeated_call_is_written_again_without_that_function(registry):
+    """A step asking for a call the run already made is generated once more with that
+    function left out of the grammar; the loop goes on with the new step."""
+    action = ('Thought: look\nAction: PersonalAssistant.GetPersonAge\n'
+              'Action Input: {"name": "Bob"}')
+    llm = ScriptedLLM([action, action,
+                       ('Thought: now\nAction: MathPlugin.Calculator\n'
+                        'Action Input: {"expression": "2*3"}'),
+                       "Thought: done\nFinal Answer: 6"])
+    out = ReactPlanner(llm, react_specs(registry)).run("Bob", Executor(registry),
+                                                       max_iterations=5)
+    assert [t.function for t in out.turns] == ["PersonalAssistant.GetPersonAge",
+                                               "MathPlugin.Calculator", None]
+    assert out.answer == "6" and out.stop_reason == "final answer"
+    grammars = [r.constraint.source for r in llm.requests if r.constraint is not None]
+    assert len(grammars) == 4
+    assert "GetPersonAge" in grammars[1] and "GetPersonAge" not in grammars[2]
+    assert "Calculator" in grammars[2]
+    assert any(e.kind == "react_repeat" for e in out.events)
+
+
 def test_react_repeated_action_with_same_observation_stops(registry):
+    """With no other function to write the step with, the repeat is run and its same
+    observation stops the loop."""
     action = ('Thought: look\nAction: PersonalAssistant.GetPersonAge\n'
               'Action Input: {"name": "Bob"}')
     llm = ScriptedLLM([action, action, action])
-    out = ReactPlanner(llm, react_specs(registry)).run("Bob", Executor(registry),
-                                                       max_iterations=5)
+    out = ReactPlanner(llm, [registry.spec("PersonalAssistant.GetPersonAge")]).run(
+        "Bob", Executor(registry), max_iterations=5)
     assert out.answer is None
     assert "repeated action PersonalAssistant.GetPersonAge" in out.stop_reason
     assert len(llm.requests) == 2

@@ -170,13 +170,11 @@ class ReactPlanner:
             must_call = coverage.must_call(step_tools)
             offered = must_call or step_tools
 
-            def write_step(tools: list[ToolSpec]) -> ReactStep:
-                return self.next_step(prompt, final_only=i == max_iterations
-                                      or coverage.finished(must_call), log=out.log,
-                                      finals=finals, tools=tools, must_act=bool(must_call),
-                                      may_decline=t.decline and i == 1)
-
-            step = write_step(offered)
+            how: dict[str, Any] = {
+                "final_only": i == max_iterations or coverage.finished(must_call),
+                "log": out.log, "finals": finals, "must_act": bool(must_call),
+                "may_decline": t.decline and i == 1}
+            step = self.next_step(prompt, tools=offered, **how)
             if step.action is not None and _call_key(step.action) in seen:
                 # The same call again brings the same observation again: the step is
                 # written once more without that function (when another one is left).
@@ -184,7 +182,7 @@ class ReactPlanner:
                 if others:
                     emit("react_repeat", {"function": step.action.function,
                                           "args": step.action.args})
-                    step = write_step(others)
+                    step = self.next_step(prompt, tools=others, **how)
             prompt += step_text(step)
             if t.decline and i == 1 and step.final_answer == NO_TOOL_ANSWER:
                 out.turns.append(ReactTurn(step.thought, final_answer=step.final_answer))
