@@ -4,7 +4,9 @@ The compact counterpart of the raw JSON tree form (`localagent/plan.py`): the sa
 fewer tokens (`scripts/bench_plan_syntax.py` counts them on the suites' reference plans).
 Arguments are keyword arguments; a nested call is an argument; a call's `"field"` is a
 chain of subscripts, `P.GetCar(plate="K-77")["owner"]["name"]` for `owner.name` and
-`[0]["price"]` for `[0].price`. Values are Python literals (`True`, `None`, lists, dicts).
+`[0]["price"]` for `[0].price`. Values are JSON (`true`, `null`, `[1, 2]`, `{"a": 1}`), so
+the grammar writes them with the same bounded JSON rules as the tree plan's; Python's
+`True`, `False` and `None` are read too.
 
 Reading uses `ast` (no evaluation): anything but calls of dotted names, keyword arguments,
 literals and subscripts is a `PlanValidationError`. JSON stays the saved plan format; this
@@ -20,7 +22,7 @@ from typing import Any
 from localagent.errors import PlanValidationError
 from localagent.plan_nodes import parse_path, path_text
 
-_LITERALS = {True: "True", False: "False", None: "None"}
+_JSON_NAMES = {"true": True, "false": False, "null": None}
 
 
 def to_expression(plan: dict[str, Any]) -> str:
@@ -45,13 +47,6 @@ def _arg(value: Any) -> str:
 
 
 def _literal(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return _LITERALS[value]
-    if isinstance(value, list):
-        return "[" + ", ".join(_literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {_literal(v)}"
-                               for k, v in value.items()) + "}"
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -98,12 +93,25 @@ def _value(node: ast.expr) -> Any:
         return _call(node)
     if isinstance(node, ast.List):
         return [_value(item) for item in node.elts]
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, SyntaxError):
-        raise PlanValidationError("an argument is a call or a literal") from None
+    value = _json(node)
     if isinstance(value, dict):  # a literal object, as the raw form writes one
         return {"kind": "value", "value": value}
-    if isinstance(value, (set, tuple, complex, bytes)):
-        raise PlanValidationError(f"{type(value).__name__} is not a JSON value")
     return value
+
+
+def _json(node: ast.expr) -> Any:
+    """A JSON value written as an expression (no calls inside a literal object)."""
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return _JSON_NAMES[node.id]
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(
+            node.value, (bool, int, float, str))):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(
+            node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+        return -node.operand.value
+    if isinstance(node, ast.List):
+        return [_json(item) for item in node.elts]
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(
+            k.value, str) for k in node.keys):
+        return {k.value: _json(v) for k, v in zip(node.keys, node.values)}  # type: ignore[union-attr]
+    raise PlanValidationError("an argument is a call or a JSON value")

@@ -35,6 +35,7 @@ from localagent.tools.spec import ToolSpec
 TEMPLATES = {
     "sequential": "sequential_plan.lark",
     "tree": "tree_plan.lark",
+    "expression": "expression_plan.lark",
     "react": "react_step.lark",
     "tool_call": "tool_call_turn.lark",
 }

@@ -15,6 +15,7 @@ from typing import Any
 
 from localagent.grammar.instructions import signature
 from localagent.grammar.types import field_paths
+from localagent.plan_expression import to_expression
 from localagent.planners.examples import SolvedPlan
 from localagent.tools.manual import render_manual
 from localagent.tools.spec import ToolSpec
@@ -28,11 +29,16 @@ def _signatures(tools: Sequence[ToolSpec]) -> str:
     return " ".join(signature(t) for t in tools)
 
 
-def _shots(examples: Sequence[SolvedPlan], write: Callable[[SolvedPlan], dict[str, Any]]) -> str:
-    """Each example with the signatures of the functions it uses, its goal and its plan."""
+def _shots(examples: Sequence[SolvedPlan], write: Callable[[SolvedPlan], Any]) -> str:
+    """Each example with the signatures of the functions it uses, its goal and its plan
+    (a plan `write` gives as text is shown as it is, a JSON plan dumped)."""
     return "\n\n".join(
         f"Functions: {_signatures(ex.tools)}\n"
-        f"Goal: {ex.goal}\nPlan: {_dump(write(ex))}" for ex in examples)
+        f"Goal: {ex.goal}\nPlan: {_plan_text(write(ex))}" for ex in examples)
+
+
+def _plan_text(plan: Any) -> str:
+    return plan if isinstance(plan, str) else _dump(plan)
 
 
 def _task(goal: str, tools: Sequence[ToolSpec], compact: bool) -> str:
@@ -89,19 +95,27 @@ FIELD_EXAMPLES = (
 )
 
 
-def _field_shots(tree: bool, reasoning: bool) -> str:
+def _field_shots(tree: bool, reasoning: bool, expression: bool = False) -> str:
     """The field-access note and examples, written as `_shots` writes the others. They come
     after the fixed examples, never in the system text: whether they are shown depends on
     the tools the filter offers for a goal, and what depends on the goal must follow the
     fixed part of the prompt, or consecutive goals share no prefix (the KV cache)."""
-    shots = [(TREE_FIELDS if tree else SEQUENTIAL_FIELDS).strip()]
+    note = EXPRESSION_FIELDS if expression else TREE_FIELDS if tree else SEQUENTIAL_FIELDS
+    shots = [note.strip()]
     for goal, why, tree_plan, steps in FIELD_EXAMPLES:
-        plan: dict[str, Any] = tree_plan if tree else steps
-        if reasoning:
+        plan: Any = tree_plan if tree else steps
+        if expression:
+            plan = to_expression(tree_plan)
+        elif reasoning:
             plan = {"reasoning": why, "plan": plan} if tree else {"reasoning": why, **plan}
-        shots.append(f"Functions: {FIELD_FUNCTIONS}\nGoal: {goal}\nPlan: {_dump(plan)}")
+        shots.append(f"Functions: {FIELD_FUNCTIONS}\nGoal: {goal}\nPlan: {_plan_text(plan)}")
     return "\n\n" + "\n\n".join(shots)
 
+
+# With the `expression` technique: what the JSON form's `"field"` is in a call expression.
+EXPRESSION_FIELDS = (' A call may end with ["<name>"] to use only that field of its result '
+                     '([0]["price"]: a field of the first list item); the outermost call '
+                     'too, when the goal asks for one field.')
 
 TREE_REASONING = (" First list the steps in \"reasoning\", one function call per step, "
                   "then write the nested \"plan\".")
@@ -109,19 +123,26 @@ TREE_REASONING = (" First list the steps in \"reasoning\", one function call per
 
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
                 reasoning: bool = True, compact: bool = False,
-                decline: bool = False) -> list[dict[str, str]]:
+                decline: bool = False, expression: bool = False) -> list[dict[str, str]]:
     """Chat messages for the tree planner: examples over other functions, the manual, the goal.
+    `expression`: every plan written as a call expression (`plan_expression.py`), no
+    reasoning field.
 
     Order: what changes least comes first, so consecutive goals share the longest prompt
     prefix (and the KV cache): fixed examples, then the functions (the same for every goal
     unless the filter picks them per goal), then the goal.
     """
-    def write(ex: SolvedPlan) -> dict[str, Any]:
+    def write(ex: SolvedPlan) -> Any:
+        if expression:
+            return to_expression(ex.plan)
         return {"reasoning": ex.reasoning, "plan": ex.plan} if reasoning else ex.plan
 
     fields = has_fields(tools)
-    system = TREE_SYSTEM + (NO_PLAN if decline else "") + (TREE_REASONING if reasoning else "")
-    shots = _shots(examples, write) + (_field_shots(True, reasoning) if fields else "")
+    reasoning = reasoning and not expression
+    system = (TREE_SYSTEM + (NO_PLAN if decline and not expression else "")
+              + (TREE_REASONING if reasoning else ""))
+    shots = _shots(examples, write) + (
+        _field_shots(True, reasoning, expression) if fields else "")
     user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -66,6 +66,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | result no later call took as an argument (grounding.py)   |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
+| expression    | tree               | the plan is written as one call expression,               |
+|               |                    | `P.F(a=P.G(x="C"))` (about half the JSON's tokens), under |
+|               |                    | the same typed nesting (grammar/expression.py); no cover, |
+|               |                    | shallow, numbers, answer or reasoning with it             |
 | ordered       | sequential         | with backrefs: one call's step references are distinct and |
 |               |                    | ascending (`subtract($1, $2)`, not `$2, $1` or `$1, $1`)   |
 | distinct      | sequential         | with backrefs: one call's step references are distinct     |
@@ -127,6 +131,7 @@ class Techniques:
     distinct: bool = False
     typed: bool = False
     compact: bool = False
+    expression: bool = False
     backrefs: bool = True
     pipe: bool = False
     named: bool = False
@@ -147,7 +152,7 @@ class Techniques:
                           answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,
-                          compact=False, backrefs=False, pipe=False,
+                          compact=False, expression=False, backrefs=False, pipe=False,
                           named=False, replan=0, vote=1)
 
     @property

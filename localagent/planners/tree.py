@@ -9,14 +9,17 @@ arguments and lets a call stand only where its return type fits.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from localagent.constraint import Constraint
 from localagent.errors import DeclinedError
+from localagent.grammar.expression import expression_plan
 from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
+from localagent.plan_expression import parse_expression
 from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     NO_PLAN_MESSAGE,
@@ -83,6 +86,8 @@ class TreePlanner:
         meeting the others. A restriction that no plan over these tools can meet is
         dropped (`nouns` first, then `numbers`, then `answer`)."""
         shown, t = (self.tools if tools is None else tools), self.techniques
+        if t.expression:
+            return expression_plan(shown, depth=self.depth, bounds=BOUNDS)
         cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
         groups = listed_groups(goal, cover) if t.together else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
@@ -106,10 +111,13 @@ class TreePlanner:
         examples = choose_examples(goal, self.techniques)
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
                            reasoning=self.reasoning, compact=self.techniques.compact,
-                           decline=self.techniques.decline)
+                           decline=self.techniques.decline,
+                           expression=self.techniques.expression)
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""
+        if self.techniques.expression:
+            return parse_tree(json.dumps(parse_expression(text)), tools, depth=self.depth)
         return parse_tree(text, tools, depth=self.depth, decline=self.techniques.decline)
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
@@ -126,7 +134,7 @@ class TreePlanner:
         parsed = generate_checked(
             self.llm, messages, lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
-            give_up=json_object_lost)
+            give_up=None if self.techniques.expression else json_object_lost)
         if parsed.declined:
             raise DeclinedError(NO_PLAN_MESSAGE)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
