@@ -46,6 +46,7 @@ def test_nesting_fields_lists_and_literals() -> None:
     "P.F(a=1 + 2)",  # an operation, not a literal
     "P.F(a=x)",  # a name is not a value
     "P.F(a={1, 2})",  # a set
+    "P.F(a=[1, P.G()][0])",  # a subscript of a list
     "P.F(a=1)[True]",
     "P.F(a=",
     "[P.F()]",
@@ -67,3 +68,49 @@ def test_expression_is_fewer_tokens_with_the_real_tokenizer(default_model_path) 
 
     for plan in REFERENCE_PLANS:
         assert count(to_expression(plan)) < count(json.dumps(plan, ensure_ascii=False)), plan
+
+
+def _suite_tasks(name: str) -> list:
+    return [t for t in load_suite(SUITES / f"{name}.yaml").tasks if t.solution is not None]
+
+
+@pytest.mark.parametrize("suite", ["generalisation", "structured"])
+def test_expression_grammar_admits_every_reference_plan(suite: str) -> None:
+    """No silent exclusion: the expression grammar over a task's tools admits its reference
+    plan (nested calls, fields of results, lists)."""
+    from localagent.bench.tools import build_registry
+    from localagent.grammar.expression import expression_plan
+    from localagent.llm.constrained import matches
+
+    for task in _suite_tasks(suite):
+        grammar = expression_plan(build_registry(task).specs())
+        assert matches(grammar, to_expression(task.solution)), task.id
+
+
+def test_expression_grammar_admits_only_real_functions_and_fitting_calls() -> None:
+    from localagent.grammar.expression import expression_plan
+    from localagent.llm.constrained import matches
+    from localagent.tools.registry import default_registry
+
+    grammar = expression_plan(default_registry(examples=True).specs())
+    total = 'DemoPlugin.Total(value1=DemoPlugin.GetInvoice(company="A"), value2=2)'
+    assert matches(grammar, total)
+    assert not matches(grammar, total.replace("Total", "Totl"))  # no such function
+    assert not matches(grammar, total.replace('"A"', '"Z"'))  # not one of the companies
+    assert not matches(grammar, total.replace("value2=2", "value2=PersonalAssistant"
+                                              '.GetPersonCity(name="Alice")'))  # a string
+    assert not matches(grammar, total.replace("value1=", "value1 = "))  # fixed spacing
+
+
+def test_real_model_plans_as_an_expression(default_llm) -> None:
+    """The tree planner with `expression` on the real default model (greedy, the example
+    plugins offered whole): the plan is a call expression that executes to the answer."""
+    from localagent.agent import Agent
+    from localagent.planners.base import PlannerSettings
+    from localagent.planners.techniques import Techniques
+
+    agent = Agent(default_llm, [], examples=True, settings=PlannerSettings(
+        temperature=0.0, seed=0, techniques=Techniques.parse("mentions+expression")))
+    result = agent.run("How old is Alice?", planner="tree")
+    assert result.answer == 34, result.to_dict()
+    assert result.to_dict()["plan"]["root"]["function"] == "PersonalAssistant.GetPersonAge"
