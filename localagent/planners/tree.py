@@ -84,7 +84,8 @@ class TreePlanner:
         passing every number the goal states to a call; with `together`, the covering
         grammar in which values listed together ("C, F") are combined in one call before
         meeting the others. A restriction that no plan over these tools can meet is
-        dropped (`nouns` first, then `numbers`, then `answer`)."""
+        dropped (`nouns` first, then `numbers`, then `answer`). With `expression`, the
+        call-expression grammar (grammar/expression.py), to which none of these apply."""
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.expression:
             return expression_plan(shown, depth=self.depth, bounds=BOUNDS)
