@@ -40,13 +40,9 @@ def _arg(value: Any) -> str:
     if isinstance(value, dict) and "function" in value:
         return to_expression(value)
     if isinstance(value, dict) and value.get("kind") == "value":
-        return _literal(value["value"])
+        return json.dumps(value["value"], ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ", ".join(_arg(v) for v in value) + "]"
-    return _literal(value)
-
-
-def _literal(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
