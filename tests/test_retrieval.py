@@ -221,42 +221,6 @@ def test_two_goals_over_the_example_plugins_get_the_same_offer(
                if s.plugin in plugins and s.plugin != "MathPlugin")
 
 
-def test_offer_puts_included_functions_first_and_narrowed_ones_last_in_the_manual(
-        tmp_path: Path, minilm: MiniLMEmbedder) -> None:
-    """The prompt order for the KV cache: the always-included functions (in every goal's
-    offer) lead the offer, and in the manual the functions `mentions` narrowed for this
-    goal come last, so two goals over the same tools share those blocks."""
-    from localagent.llm import ScriptedLLM
-    from localagent.planners.base import PlannerSettings, select_specs
-    from localagent.planners.techniques import Techniques
-    from localagent.planners.tree import TreePlanner
-    from localagent.tools.manual import narrowed, render_manual
-
-    registry = default_registry(examples=True)
-    arithmetic = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
-                  "MathPlugin.divide")
-    options = FilterOptions(max_relevant_functions=6, included_functions=arithmetic)
-    index = ToolIndex(tmp_path, minilm)
-    manuals = []
-    for goal in ("What is the total of the invoices of A and C?",
-                 "What is the invoice of B minus the invoice of D?"):
-        offer = select_specs(goal, registry, options, index)
-        names = [s.qualified_name for s in offer]
-        assert sorted(names[:4]) == sorted(arithmetic), names  # included first...
-        rest = [registry.specs().index(s) for s in offer[4:]]
-        assert rest == sorted(rest)  # ...then the others in registry order
-        planner = TreePlanner(ScriptedLLM([]), offer, PlannerSettings(
-            techniques=Techniques.parse("mentions")))
-        shown = planner.tools_for(goal)
-        flags = {s.qualified_name: narrowed(s) for s in shown}
-        assert flags["DemoPlugin.GetInvoice"] and not flags["CurrencyPlugin.GetExchangeRate"]
-        order = [b.split("\n")[0] for b in render_manual(shown).split("\n\n")[1:-1]]
-        assert sorted(order, key=lambda n: flags[n]) == order  # narrowed ones last
-        manuals.append([b for b in render_manual(shown).split("\n\n")
-                        if b.split("\n")[0] in flags and not flags[b.split("\n")[0]]])
-    assert manuals[0] and manuals[0] == manuals[1]  # the rest reads the same
-
-
 @pytest.mark.parametrize("kwargs", [
     {"relevancy_threshold": 1.5}, {"relevancy_threshold": -0.1},
     {"max_relevant_functions": -1}, {"max_relevant_functions": 2.5},

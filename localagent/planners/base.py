@@ -177,10 +177,7 @@ def select_specs(
         raise PlanningError("the tool filter kept no function for this goal",
                             hint="lower --threshold or raise --max-tools")
     keep = {t.spec.qualified_name for t in scored}
-    # Registry order, the always-included functions first: they are in every goal's
-    # offer, so the prompts of consecutive goals share their manual blocks (KV cache).
-    return sorted((s for s in specs if s.qualified_name in keep),
-                  key=lambda s: not options.includes(s))
+    return [s for s in specs if s.qualified_name in keep]
 
 
 class MeteredLLM(DelegatingLLM):

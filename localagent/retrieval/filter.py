@@ -78,10 +78,6 @@ class FilterOptions:
         return spec.plugin not in self.excluded_plugins and not _matches(
             spec, self.excluded_functions)
 
-    def includes(self, spec: ToolSpec) -> bool:
-        """Whether `spec` is always kept (`included_functions`), whatever its score."""
-        return _matches(spec, self.included_functions)
-
 
 @dataclass(frozen=True)
 class ScoredTool:

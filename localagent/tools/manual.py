@@ -27,20 +27,9 @@ def render_manual(specs: Sequence[ToolSpec]) -> str:
           args:
             - company (string, one of "A", "B", ...; required): The company's letter ...
           returns: integer
-
-    Functions come in the order given, except that those a planner narrowed for this goal
-    (`mentions`: an argument with the goal's values only) come last. Everything before them
-    reads the same for every goal over these functions, so consecutive goals share the
-    longest prompt prefix and llama.cpp's KV cache reuses it.
     """
-    blocks = [render_function(spec) for spec in sorted(specs, key=narrowed)]
+    blocks = [render_function(spec) for spec in specs]
     return "\n\n".join([HEADER, *blocks, FOOTER])
-
-
-def narrowed(spec: ToolSpec) -> bool:
-    """Whether a planner narrowed some argument of `spec` for one goal (`mentions`)."""
-    return any(isinstance(schema, dict) and DECLARED in schema
-               for schema in spec.parameters.get("properties", {}).values())
 
 
 def render_function(spec: ToolSpec) -> str:
