@@ -229,12 +229,29 @@ def test_without_side_effects_vote_still_executes_and_compares_values(plugin: Pa
 
 
 def test_react_repeats_get_the_recorded_result(plugin: Path) -> None:
+    """With Append the only function, a repeated step cannot be rewritten without it: the
+    repeat reaches the executor, which returns the recorded result instead of appending."""
+    only = ToolRegistry()
+    only.add_tool(registry_of(plugin).get("Notes.Append"))
+    step = 'Thought: note it\nAction: Notes.Append\nAction Input: {"line": "a"}'
+    llm = ScriptedLLM([step, step, "Thought: done\nFinal Answer: appended: a"])
+    agent = Agent(llm, registry=only, approve=Asked(True), techniques="plain")
+    result = agent.run("note a", planner="react", max_iterations=3)
+    assert lines(plugin) == ["a"]
+    assert [t.get("source") for t in result.steps if t.get("function")] == ["tool", "recorded"]
+
+
+def test_react_repeat_with_other_functions_is_rewritten_not_run(plugin: Path) -> None:
+    """With other functions offered, the repeated step is written again without Append."""
     step = 'Thought: note it\nAction: Notes.Append\nAction Input: {"line": "a"}'
     llm = ScriptedLLM([step, step, "Thought: done\nFinal Answer: appended: a"])
     agent = Agent(llm, registry=registry_of(plugin), approve=Asked(True), techniques="plain")
     result = agent.run("note a", planner="react", max_iterations=3)
     assert lines(plugin) == ["a"]
-    assert [t.get("source") for t in result.steps if t.get("function")] == ["tool", "recorded"]
+    assert [t.get("source") for t in result.steps if t.get("function")] == ["tool"]
+    assert "Notes.Append" in llm.requests[1].constraint.source
+    assert "Notes.Append" not in llm.requests[2].constraint.source
+    assert result.answer == "appended: a"
 
 
 # --- the CLI ------------------------------------------------------------------------------
