@@ -6,8 +6,10 @@ For every suite task that has a reference plan (`solution`) and that `bench_plan
 filters in its `auto` mode, the filter picks the offered functions for the goal (real
 MiniLM embeddings and Chroma, the task's own registry and filter options); a task counts
 when every function of its reference plan is offered, the precondition of any planner
-solving it. Columns: the filter's clauses as they are (`goal_queries`) and clauses split
-at punctuation only, the language-neutral candidate (no words of any language).
+solving it. Columns: the English split the filter had before (clauses also cut at
+and/then/between/after/before/also), punctuation alone, and the default now (`goal_queries`
+and the best function of each half of a long clause, `clause_halves`: no words read); then
+how many tasks each offers differently from the first column, in functions or order.
 """
 
 from __future__ import annotations
@@ -28,21 +30,29 @@ from localagent.planners.base import select_specs
 from localagent.retrieval import ToolIndex
 
 REPO = Path(__file__).resolve().parent.parent
-_PUNCTUATION = re.compile(r"[,;:?!.\uff0c\u3002\uff1b\uff1a\uff1f\uff01\u3001]")
+_ENGLISH_SPLIT = re.compile(r"[,;:?!.]|\b(?:and|then|between|after|before|also)\b",
+                            re.IGNORECASE)
 
 
-def punctuation_clauses(goal: str) -> list[str]:
-    """The goal and its clauses of two words or more, split at punctuation only."""
+def english_clauses(goal: str) -> list[str]:
+    """The filter's clauses until issue 20: punctuation and six English joining words."""
     goal = goal.strip()
-    whole = goal.rstrip(" ?!.\uff1f\uff01\u3002")
-    clauses = [c.strip() for c in _PUNCTUATION.split(goal)]
+    clauses = [c.strip() for c in _ENGLISH_SPLIT.split(goal)]
+    whole = goal.rstrip(" ?!.")
     kept = [c for c in clauses if len(c.split()) >= 2 and c != whole]
     return list(dict.fromkeys([goal, *kept]))
 
 
-VARIANTS: dict[str, Callable[[str], list[str]]] = {
-    "goal_queries": retrieval_filter.goal_queries,
-    "punctuation": punctuation_clauses,
+def no_halves(goal: str) -> list[str]:
+    return []
+
+
+# name -> (the goal's query texts, the halves whose best function also counts)
+VARIANTS: dict[str, tuple[Callable[[str], list[str]], Callable[[str], list[str]]]] = {
+    "english split (before)": (english_clauses, no_halves),
+    "punctuation": (retrieval_filter.goal_queries, no_halves),
+    "punctuation + halves (default)": (retrieval_filter.goal_queries,
+                                       retrieval_filter.clause_halves),
 }
 
 
@@ -68,6 +78,7 @@ def main() -> None:
     total: Counter = Counter()
     same: Counter = Counter()
     differing: list[str] = []
+    changed: Counter = Counter()
     for path in sorted(REPO.glob(args.suites)):
         suite = load_suite(path)
         for task in suite.tasks:
@@ -79,16 +90,18 @@ def main() -> None:
             key = (suite.name, task.language)
             total[key] += 1
             offers = []
-            for name, queries in VARIANTS.items():
-                retrieval_filter.goal_queries = queries  # filter_tools reads the module's
+            for name, (queries, halves) in VARIANTS.items():
+                # filter_tools reads the module's functions
+                retrieval_filter.goal_queries, retrieval_filter.clause_halves = queries, halves
                 kept = [s.qualified_name for s in select_specs(task.goal, registry, options, index)]
                 offered[name][key] += needed <= set(kept)
                 offers.append(kept)
-            if all(o == offers[0] for o in offers):
-                same[key] += 1
-            else:
+                changed[name] += kept != offers[0]
+            same[key] += all(o == offers[0] for o in offers)
+            if offers[-1] != offers[0]:
                 differing.append(f"{suite.name}/{task.id}")
-    retrieval_filter.goal_queries = VARIANTS["goal_queries"]
+    retrieval_filter.goal_queries, retrieval_filter.clause_halves = (
+        VARIANTS["punctuation + halves (default)"])
     print("| suite | language | filtered tasks | " + " | ".join(VARIANTS)
           + " | same offer, same order |")
     print("|---|---|---:|" + "---:|" * (len(VARIANTS) + 1))
@@ -98,7 +111,10 @@ def main() -> None:
     print(f"| all | | {sum(total.values())} | "
           + " | ".join(str(sum(offered[n].values())) for n in VARIANTS)
           + f" | {sum(same.values())} |")
-    print("tasks offered differently: " + (" ".join(differing) or "none"))
+    first = next(iter(VARIANTS))
+    print(f"| offered unlike {first} | | | "
+          + " | ".join(str(changed[n]) for n in VARIANTS) + " | |")
+    print(f"tasks {list(VARIANTS)[-1]} offers unlike {first}: " + (" ".join(differing) or "none"))
 
 
 if __name__ == "__main__":

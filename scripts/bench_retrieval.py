@@ -29,7 +29,7 @@ from pathlib import Path
 
 from localagent.retrieval import CountingEmbedder, MiniLMEmbedder, ToolIndex
 from localagent.retrieval.dataset import LabelledQuery, load_queries, load_tools
-from localagent.retrieval.filter import goal_queries
+from localagent.retrieval.filter import search_goal
 from localagent.tools.spec import ToolSpec
 
 VENDORS = ["acme", "globex", "initech", "umbrella", "stark", "wayne", "hooli", "vandelay",
@@ -101,9 +101,8 @@ def quality(index: ToolIndex, queries: Sequence[LabelledQuery],
             key: Callable[[str], str] = str, clauses: bool = False) -> dict[str, float]:
     r1, r5, rr = [], [], []
     for q in queries:
-        text = goal_queries(q.query) if clauses else q.query
-        ranked = list(dict.fromkeys(key(h.qualified_name)
-                                    for h in index.search(text, top_k=200)))[:50]
+        hits = search_goal(q.query, index, 200) if clauses else index.search(q.query, top_k=200)
+        ranked = list(dict.fromkeys(key(h.qualified_name) for h in hits))[:50]
         expected = set(q.expected)
         r1.append(len(expected & set(ranked[:1])) / min(1, len(expected)))
         r5.append(len(expected & set(ranked[:5])) / min(5, len(expected)))
@@ -116,7 +115,7 @@ def quality(index: ToolIndex, queries: Sequence[LabelledQuery],
 def misses(index: ToolIndex, queries: Sequence[LabelledQuery], k: int = 5) -> list[str]:
     lines = []
     for q in queries:
-        top = [h.qualified_name for h in index.search(goal_queries(q.query), top_k=k)]
+        top = [h.qualified_name for h in search_goal(q.query, index, k)]
         lost = [e for e in q.expected if e not in top]
         if lost:
             lines.append(f"  {q.query!r}: missing {lost}; top: {top[:3]}")
@@ -160,7 +159,7 @@ def tokens_saved(index: ToolIndex, specs: Sequence[ToolSpec],
     by_name = {s.qualified_name: s for s in specs}
     full = count(render_manual(specs))
     filtered = [count(render_manual([by_name[h.qualified_name]
-                                     for h in index.search(goal_queries(q.query), top_k=k)]))
+                                     for h in search_goal(q.query, index, k)]))
                 for q in queries]
     mean = statistics.mean(filtered)
     print(f"prompt tokens ({how}): manual of all {len(specs)} tools {full}; "
@@ -219,8 +218,8 @@ def main() -> None:
                   f"{len(timed)} queries)")
             if not args.vector_padding:
                 big_scores = quality(big, queries, key=family, clauses=True)
-                print("  quality at {} tools, goal + clauses (a vendor variant counts as its "
-                      "original): recall@1 {recall@1:.3f}, recall@5 {recall@5:.3f}, "
+                print("  quality at {} tools, goal + clauses + halves (a vendor variant counts "
+                      "as its original): recall@1 {recall@1:.3f}, recall@5 {recall@5:.3f}, "
                       "MRR {mrr:.3f}".format(size, **big_scores))
 
 
@@ -228,13 +227,13 @@ def report_quality(index: ToolIndex, specs: Sequence[ToolSpec],
                    queries: Sequence[LabelledQuery], top_k: int) -> None:
     multi = [q for q in queries if len(q.expected) > 1]
     for label, subset in (("all queries", queries), ("multi-tool queries", multi)):
-        for how, clauses in (("goal only", False), ("goal + clauses", True)):
+        for how, clauses in (("goal only", False), ("goal + clauses + halves", True)):
             scores = quality(index, subset, clauses=clauses)
             print("quality on {} tools, {} ({}), {}: recall@1 {recall@1:.3f}, "
                   "recall@5 {recall@5:.3f}, MRR {mrr:.3f}".format(
                       len(specs), label, len(subset), how, **scores))
     lost = misses(index, queries)
-    print(f"queries with an expected tool outside the top 5 (goal + clauses): {len(lost)}")
+    print(f"queries with an expected tool outside the top 5 (goal + clauses + halves): {len(lost)}")
     print("\n".join(lost[:15]))
     tokens_saved(index, specs, queries, top_k)
 

@@ -20,7 +20,7 @@ from localagent.retrieval import (
 )
 from localagent.retrieval.dataset import load_tools
 from localagent.retrieval.embeddings import ChromaEmbeddingFunction
-from localagent.retrieval.filter import ScoredTool, whole_plugins
+from localagent.retrieval.filter import ScoredTool, clause_halves, goal_queries, whole_plugins
 from localagent.tools.registry import default_registry
 from localagent.tools.spec import ToolSpec
 
@@ -130,6 +130,35 @@ def test_collection_uses_our_embedding_function(tmp_path: Path, minilm: MiniLMEm
 
 
 # --- filtering ----------------------------------------------------------------------------
+
+
+def _other_letters(text: str) -> str:
+    """Every letter replaced by another one of the other case (CJK characters included)."""
+    return "".join(("q" if c.isupper() or not c.islower() else "Z") if c.isalpha() else c
+                   for c in text)
+
+
+@pytest.mark.parametrize("goal", [
+    INVOICE_GOAL,
+    "Get the pages of Salt and Glass and then add them to the pages of the other book by Reyes",
+    "Wie viele Seiten mehr hat Ashes of Meridian als The Copper Orchard?",
+    "¿Cuánto cobra Dev al mes, si su salario anual se paga en 12 partes iguales?",
+    "海王星和天王星的卫星数量相差多少？先查两者，再相减。",
+])
+def test_clause_split_reads_no_words(goal: str) -> None:
+    """Issue 20: the split of a goal into the texts it is searched with (clauses at
+    punctuation, halves of long clauses) depends on no word of any language and not on
+    capitalisation: with every letter replaced, the same texts come out, letters replaced."""
+    other = _other_letters(goal)
+    assert other != goal
+    assert goal_queries(other) == [_other_letters(q) for q in goal_queries(goal)]
+    assert clause_halves(other) == [_other_letters(h) for h in clause_halves(goal)]
+
+
+def test_long_clause_halves_isolate_a_step() -> None:
+    assert clause_halves(INVOICE_GOAL) == ["How much is the difference",
+                                           "between the total of company C"]
+    assert clause_halves("What is 100 EUR in USD?") == []
 
 
 def test_invoice_tools_found_among_200_distractors(tmp_path: Path, minilm: MiniLMEmbedder,
