@@ -226,3 +226,37 @@ def test_constraint_is_in_force_and_keeps_the_cache(default_llm) -> None:
     second = default_llm.complete(CODE_PROMPT + "# again\n", max_tokens=12, constraint=rule)
     assert re.fullmatch("[XYZ]{4}-[0-9]{2}", second.text), second.text
     assert second.usage.prompt_tokens_reused >= first.usage.prompt_tokens - 1
+
+
+def test_next_tokens_are_the_greedy_token_first_and_keep_the_prompt_cached(default_llm) -> None:
+    """`next_tokens` reads the distribution of the first token: the likeliest is what greedy
+    decoding writes, probabilities are sorted and add up to at most 1, and the prompt stays
+    in the KV cache for the call that follows (only its last token is evaluated again)."""
+    default_llm.reset_cache()
+    nxt = default_llm.next_tokens(CODE_PROMPT, top_k=10)
+    assert len(nxt.choices) == 10
+    probs = [p for _, p in nxt.choices]
+    assert probs == sorted(probs, reverse=True) and 0.0 < sum(probs) <= 1.0 + 1e-6
+    assert nxt.usage.calls == 1 and nxt.usage.completion_tokens == 0
+    assert nxt.usage.prompt_tokens_evaluated == nxt.usage.prompt_tokens
+    greedy = default_llm.complete(CODE_PROMPT, max_tokens=1, temperature=0.0)
+    assert greedy.text == nxt.choices[0][0]
+    assert greedy.usage.prompt_tokens_evaluated <= 1
+    again = default_llm.next_tokens(CODE_PROMPT, top_k=3)
+    assert again.usage.prompt_tokens_evaluated <= 1
+    assert [t for t, _ in again.choices] == [t for t, _ in nxt.choices[:3]]
+
+
+def test_call_probability_tells_a_tool_question_from_one_no_tool_answers(default_llm) -> None:
+    """The `decline` probe's probability on the real model: a weather question with a
+    weather tool is likely to open a call (measured 0.89), a question about a play is not
+    (measured 0.00); the same holds for the weather question in Spanish (0.92)."""
+    from localagent.planners.base import GenerationLog
+    from localagent.planners.decline import DECLINE_BELOW, call_probability, first_turn
+
+    def p(goal: str) -> float:
+        return call_probability(default_llm, first_turn(goal), [WEATHER_TOOL], GenerationLog())
+
+    assert p("What's the weather in Paris?") > DECLINE_BELOW
+    assert p("¿Qué tiempo hace en Madrid?") > DECLINE_BELOW
+    assert p("Who wrote Hamlet?") < DECLINE_BELOW

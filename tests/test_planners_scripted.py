@@ -300,7 +300,7 @@ def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
     """The default (`grounded+decline`): before the first turn, which must call a tool, a
     few unconstrained tokens show whether the model would open a call at all (`declines`).
     A reply that opens one goes on to the constrained turn; later turns are not probed."""
-    from localagent.planners.decline import PROBE_TOKENS as DECLINE_PROBE
+    from localagent.llm.base import GREEDY_PROBE_TOKENS as DECLINE_PROBE
 
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     llm = ScriptedLLM(["<tool_call>", tc("WeatherPlugin.DidItRainToday", city="Athens"),
@@ -393,3 +393,19 @@ def test_loop_arguments_are_literals_not_plan_syntax(registry):
                          "Thought: done\nFinal Answer: $INPUT"])
     out = ReactPlanner(react, specs, LOOP).run("Uppercase '$input'", Executor(registry))
     assert out.turns[0].observation == "$INPUT", out.turns
+
+
+def test_next_tokens_without_probabilities_is_the_greedy_continuation() -> None:
+    """A backend that reads no probabilities (here the scripted one) reports its greedy
+    continuation with probability 1, so the decline probe is the greedy probe there."""
+    from localagent.llm.base import GREEDY_PROBE_TOKENS
+    from localagent.planners.base import GenerationLog
+    from localagent.planners.decline import call_probability, first_turn
+
+    llm = ScriptedLLM(["  <tool_call>", "Sure, here it is", "\n\n"])
+    nxt = llm.next_tokens("prompt")
+    assert nxt.choices == (("  <tool_call>", 1.0),)
+    assert llm.requests[0].max_tokens == GREEDY_PROBE_TOKENS
+    assert llm.requests[0].temperature == 0.0 and llm.requests[0].constraint is None
+    assert call_probability(llm, first_turn("goal"), [], GenerationLog()) == 0.0
+    assert call_probability(llm, first_turn("goal"), [], GenerationLog()) == 1.0

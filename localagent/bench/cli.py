@@ -120,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
         "--bfcl-categories",
         default=",".join(DEVELOPMENT),
         help="with --external bfcl: comma-separated categories (the development set by "
-        "default; live_simple and live_multiple are the held-out check)",
+        "default; live_simple, live_multiple and live_irrelevance are the held-out check)",
     )
     return p
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from localagent.constraint import Constraint
 
+GREEDY_PROBE_TOKENS = 4  # what `LLM.next_tokens` generates where it reads no probabilities
 Message = dict[str, Any]
 GiveUp = Callable[[str], bool]  # the output so far -> stop generating now
 """An OpenAI-style chat message: {"role": ..., "content": ..., optional "tool_calls"/"tool_call_id"}."""
@@ -73,6 +74,21 @@ class Completion:
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class NextTokens:
+    """The model's distribution over the first token it would write after a prompt: the
+    `top_k` most likely tokens as (text, probability), most likely first, and what the
+    prompt evaluation cost. A backend that cannot read probabilities reports its greedy
+    continuation with probability 1."""
+
+    choices: tuple[tuple[str, float], ...]
+    usage: Usage
+
+    def mass(self, accept: Callable[[str], bool]) -> float:
+        """The probability of the tokens whose text `accept` takes."""
+        return sum(p for text, p in self.choices if accept(text))
 
 
 @dataclass(frozen=True)
@@ -143,6 +159,21 @@ class LLM(ABC):
             constraint=constraint,
             give_up=give_up,
         )
+
+    def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
+        """The distribution of the first token after `prompt` (unconstrained). Why: a
+        yes/no choice the model makes in its first token (call a tool or answer in text)
+        is read as a probability, which can be thresholded, instead of one greedy sample.
+        The default knows no probabilities (`greedy_next_tokens`, a few tokens so that
+        leading whitespace does not hide the choice); backends that can read logits override it."""
+        return greedy_next_tokens(self, prompt, GREEDY_PROBE_TOKENS)
+
+
+def greedy_next_tokens(llm: LLM, prompt: str, max_tokens: int) -> NextTokens:
+    """`NextTokens` for a backend without probabilities: its greedy continuation of up to
+    `max_tokens` tokens, with probability 1."""
+    completion = llm.complete(prompt, max_tokens=max_tokens, temperature=0.0, constraint=None)
+    return NextTokens(choices=((completion.text, 1.0),), usage=completion.usage)
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:

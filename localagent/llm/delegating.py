@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from localagent.llm.base import LLM, Completion, Message
+from localagent.llm.base import LLM, Completion, Message, NextTokens
 
 
 class DelegatingLLM(LLM):
@@ -25,6 +25,9 @@ class DelegatingLLM(LLM):
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
+        return self.inner.next_tokens(prompt, top_k=top_k)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from localagent.constraint import Constraint
 from localagent.errors import ModelFileError, UsageError
-from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, ModelInfo, NextTokens, Usage
 from localagent.llm.catalog import CatalogEntry
 from localagent.llm.chat_template import TEMPLATE_KEY, ChatTemplate
 from localagent.llm.prompt_cache import (
@@ -212,6 +212,38 @@ class LlamaCppLLM(LLM):
                       prompt_tokens_loaded=min(loaded, reused),
                       completion_tokens=n_completion, seconds=seconds)
         return Completion(text=text, usage=usage, finish_reason=finish, prompt=prompt)
+
+    def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
+        """The `top_k` likeliest first tokens after `prompt` with their softmax
+        probabilities (temperature 1, no processor), read from the logits of the prompt's
+        last token. The prompt is evaluated as for `complete` (shared prefix and disk cache
+        reused), and stays in the KV cache for the call that follows."""
+        import numpy as np
+
+        with self._lock:
+            tokens = self.tokenize(prompt)
+            self._check_fits(len(tokens))
+            start = time.perf_counter()
+            loaded, evaluated = self._use_prompt_cache(tokens)
+            llama = self._llama
+            have = min(llama.n_tokens, common_prefix(llama._input_ids.tolist(), tokens),
+                       len(tokens) - 1)  # the last token again, for fresh logits
+            _kv_truncate(llama, have)
+            self._eval_sizes.clear()
+            llama.eval(tokens[have:])
+            evaluated += len(tokens) - have
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1),
+                                           shape=(llama.n_vocab(),)).astype(np.float64)
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+            best = np.argsort(-probs)[:top_k]
+            choices = tuple((llama.detokenize([int(i)], special=True).decode("utf-8", "replace"),
+                             float(probs[i])) for i in best)
+            seconds = time.perf_counter() - start
+        reused = len(tokens) - evaluated
+        usage = Usage(calls=1, prompt_tokens=len(tokens), prompt_tokens_reused=reused,
+                      prompt_tokens_loaded=min(loaded, reused), seconds=seconds)
+        return NextTokens(choices=choices, usage=usage)
 
     def close(self) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ from localagent.errors import (
     TruncatedOutputError,
 )
 from localagent.grammars import ensure_complete
-from localagent.llm.base import LLM, Completion, GiveUp, Message, Usage
+from localagent.llm.base import LLM, Completion, GiveUp, Message, NextTokens, Usage
 from localagent.llm.delegating import DelegatingLLM
 from localagent.planners.techniques import TechniqueChanges, Techniques, resolve
 
@@ -203,6 +203,11 @@ class MeteredLLM(DelegatingLLM):
             self._usage = self._usage + completion.usage
         return completion
 
+    def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
+        nxt = self.inner.next_tokens(prompt, top_k=top_k)
+        with self._lock:
+            self._usage = self._usage + nxt.usage
+        return nxt
 
 
 def usage_since(llm: LLM, before: Usage) -> Usage:

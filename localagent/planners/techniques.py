@@ -27,10 +27,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               | react, tools       | states (react, tools: or a result shows); otherwise they  |
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
-| decline       | tools, tree,       | the model first writes a few tokens freely in its own     |
-|               | sequential, react  | tool-calling format; a reply that opens no call ends the  |
-|               |                    | run declined ("no offered tool fits", no answer; tools:   |
-|               |                    | with grounded) (decline.py)                               |
+| decline       | tools, tree,       | the model is first shown its own tool-calling prompt; if  |
+|               | sequential, react  | its first token opens a call with probability < 0.5, the  |
+|               |                    | run ends declined ("no offered tool fits", no answer;     |
+|               |                    | tools: with grounded) (decline.py)                        |
 |               | tree, sequential   | the grammar also admits the refusal plan (the pseudo-     |
 |               |                    | function `none`, alone); writing it ends the run declined |
 |               | react              | the first step may also be the Final Answer "none of the  |

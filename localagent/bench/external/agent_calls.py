@@ -27,14 +27,12 @@ class AgentCalls:
     trace: dict[str, Any]
 
 
-def agent_calls(llm: LLM, tools: Sequence[dict[str, Any]], goal: str, planner: str, *,
-                techniques: Techniques | None = None, max_iterations: int = 3,
-                call_for: Callable[[str], Callable[..., Any]] | None = None) -> AgentCalls:
-    """Plan and run `goal` with `planner` over `tools` (OpenAI schemas); every finished
-    call, in order, named as the benchmark names it. `call_for(name)`: the stub behind a
-    function (default: one `RecordingStub`)."""
-    from localagent.agent import Agent
-
+def registry_for(tools: Sequence[dict[str, Any]],
+                 call_for: Callable[[str], Callable[..., Any]] | None = None
+                 ) -> tuple[ToolRegistry, dict[str, str]]:
+    """A registry of `tools` (OpenAI schemas) and, per qualified name, the name the
+    benchmark gives the function. `call_for(name)`: the stub behind a function (default:
+    one `RecordingStub`)."""
     registry = ToolRegistry()
     stub = RecordingStub()
     back: dict[str, str] = {}
@@ -43,6 +41,18 @@ def agent_calls(llm: LLM, tools: Sequence[dict[str, Any]], goal: str, planner: s
         tool = schema_tool(schema, call_for(name) if call_for else stub)
         back[tool.qualified_name] = name
         registry.add_tool(tool)
+    return registry, back
+
+
+def agent_calls(llm: LLM, tools: Sequence[dict[str, Any]], goal: str, planner: str, *,
+                techniques: Techniques | None = None, max_iterations: int = 3,
+                call_for: Callable[[str], Callable[..., Any]] | None = None) -> AgentCalls:
+    """Plan and run `goal` with `planner` over `tools` (OpenAI schemas); every finished
+    call, in order, named as the benchmark names it. `call_for(name)`: the stub behind a
+    function (default: one `RecordingStub`)."""
+    from localagent.agent import Agent
+
+    registry, back = registry_for(tools, call_for)
     agent = Agent(llm, registry=registry, settings=PlannerSettings(techniques=techniques))
     result = agent.run(goal, planner=planner, max_iterations=max_iterations)
     trace = result.to_dict()

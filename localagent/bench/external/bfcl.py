@@ -25,7 +25,7 @@ from typing import Any
 from localagent.errors import UsageError
 
 DEVELOPMENT = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
-HELD_OUT = ("live_simple", "live_multiple")  # the held-out check: never tune on these
+HELD_OUT = ("live_simple", "live_multiple", "live_irrelevance")  # never tune on these
 CATEGORIES = DEVELOPMENT + HELD_OUT
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
 
