@@ -409,3 +409,39 @@ def test_next_tokens_without_probabilities_is_the_greedy_continuation() -> None:
     assert llm.requests[0].temperature == 0.0 and llm.requests[0].constraint is None
     assert call_probability(llm, first_turn("goal"), [], GenerationLog()) == 0.0
     assert call_probability(llm, first_turn("goal"), [], GenerationLog()) == 1.0
+
+
+NATIVE = PlannerSettings(techniques=Techniques.parse("grounded+native"))
+CONVERT = {"name": "CurrencyPlugin.ConvertCurrency",
+           "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}}
+
+
+def test_native_values_are_taken_where_both_turns_call_the_same_functions(registry):
+    """`native`: after the constrained first turn, the model writes the turn alone (no
+    grammar, the goal alone in its template); calling the same functions, its values run
+    (here the bare JSON form Qwen2.5-Coder takes by itself)."""
+    specs = [registry.spec("CurrencyPlugin.ConvertCurrency")]
+    llm = ScriptedLLM([tc("CurrencyPlugin.ConvertCurrency", amount=1, from_currency="EUR",
+                          to_currency="USD"), json.dumps(CONVERT), "108.0"])
+    out = ToolCallingPlanner(llm, specs, NATIVE).run("100 EUR in USD?", Executor(registry))
+    constrained, native, _ = llm.requests
+    assert constrained.constraint is not None and native.constraint is None
+    assert "100 EUR in USD?" in native.prompt and "helpful assistant with tools" not in native.prompt
+    assert out.turns[0].calls[0]["args"] == CONVERT["arguments"] and out.answer == "108.0"
+
+
+@pytest.mark.parametrize("free", [
+    '{"name": "CurrencyPlugin.ConvertCurrency", "arguments": {"amount": "a lot"}}',  # invalid
+    '{"name": "CurrencyPlugin.Nope", "arguments": {}}',  # no such function
+    "100 EUR is about 108 USD.",  # prose
+    json.dumps(CONVERT) + "\n" + json.dumps(CONVERT),  # another number of calls
+])
+def test_native_turn_that_does_not_agree_leaves_the_constrained_one(registry, free):
+    """A free turn that is not all valid calls of the same functions changes nothing: the
+    constrained turn runs, so nothing invalid ever runs."""
+    specs = [registry.spec("CurrencyPlugin.ConvertCurrency")]
+    llm = ScriptedLLM([tc("CurrencyPlugin.ConvertCurrency", amount=100, from_currency="EUR",
+                          to_currency="USD"), free, "108.0"])
+    out = ToolCallingPlanner(llm, specs, NATIVE).run("100 EUR in USD?", Executor(registry))
+    assert len(out.turns[0].calls) == 1 and out.turns[0].calls[0]["args"]["amount"] == 100
+    assert out.answer == "108.0"

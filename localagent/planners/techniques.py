@@ -35,6 +35,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | function `none`, alone); writing it ends the run declined |
 |               | react              | the first step may also be the Final Answer "none of the  |
 |               |                    | tools can answer this": the run ends declined             |
+| native        | tools              | the first turn is also written as the model writes it     |
+|               |                    | alone (no grammar, no planner prompt); where its calls are |
+|               |                    | valid and call the same functions as the constrained      |
+|               |                    | turn, its values are taken (tool_calling.agreed)          |
 | cover         | react, tools       | no answer until every enum value the goal names (a city,  |
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
@@ -117,6 +121,7 @@ class Techniques:
     mentions: bool = True
     grounded: bool = False
     decline: bool = False
+    native: bool = False
     cover: bool = False
     calls: bool = False
     together: bool = False
@@ -148,7 +153,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, decline=False, cover=False, calls=False, together=False, check=False,
+                          grounded=False, decline=False, native=False, cover=False, calls=False, together=False, check=False,
                           answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,

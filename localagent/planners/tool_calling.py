@@ -158,6 +158,26 @@ class ToolCallingPlanner:
                                 constraint=constraint, tools=self.schemas,
                                 max_tokens=self.max_tokens)
 
+    def native_turn(self, goal: str, log: GenerationLog, tools: Sequence[ToolSpec],
+                    max_calls: int) -> ToolCallTurn | None:
+        """With `native`: the first turn as the model writes it with no grammar and no
+        planner prompt (the goal alone in its chat template, which adds its own default
+        system text), greedy, in its own format (`<tool_call>` blocks, bare JSON lines or a
+        fenced object); its calls when every one parses and is valid for its function's
+        schema among `tools`, else None."""
+        completion = self.llm.chat([{"role": "user", "content": goal}], tools=self.schemas,
+                                   max_tokens=self.max_tokens, temperature=0.0,
+                                   seed=self.settings.seed, constraint=None)
+        log.add(completion)
+        if completion.truncated:
+            return None
+        try:
+            turn = parse_tool_calls(wrap_bare_calls(completion.text), list(tools),
+                                    max_calls=max_calls)
+        except PlanValidationError:
+            return None
+        return turn if turn.calls else None
+
     def declines(self, messages: Sequence[Message], log: GenerationLog) -> bool:
         """Whether the model, left free, answers the goal without calling a tool
         (`decline.model_declines`; the prompt is the first turn's own, so its prefix is
@@ -214,6 +234,9 @@ class ToolCallingPlanner:
             turn = self.next_turn(messages, last=last,
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
+            if t.native and not out.turns and turn.calls:
+                turn = agreed(turn, self.native_turn(goal, out.log, tools,
+                                                     check.max_calls or MAX_CALLS_PER_TURN))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
@@ -260,6 +283,22 @@ class ToolCallingPlanner:
             repeated, previous = key == previous, key
         out.stop_reason = f"no text answer within {max_iterations} iterations"
         return out
+
+
+def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None) -> ToolCallTurn:
+    """The first turn `native` keeps: the native turn's calls where both turns call the
+    same functions (as many times each), else the constrained turn's.
+
+    Why both: under the grammar the model chooses which functions to call, and how many,
+    better (BFCL parallel: it writes every call of a multi-part question, where its free
+    reply writes one), but the grammar forces the call's opening in a context the model
+    did not choose, and then it picks other values for the same call (BFCL: "3%" written
+    3, where its free reply writes 0.03). Nothing invalid runs either way."""
+    if native is None:
+        return constrained
+    same = sorted(c.function for c in native.calls) == sorted(c.function
+                                                              for c in constrained.calls)
+    return native if same else constrained
 
 
 def _emit(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None, kind: str,
