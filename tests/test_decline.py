@@ -143,15 +143,19 @@ def test_each_default_plan_grammar_with_decline_admits_the_refusal(planner: str)
 
 def test_real_model_declines_a_goal_no_tool_answers_without_calling_anything() -> None:
     """The default model over the generalisation suite's plugins (people, books, fleet...):
-    nobody's phone number is in them. Measured: the probe declines 4 of the suite's 10
-    such goals and 1 of its 47 answerable English ones (docs/BENCHMARKS.md)."""
+    none of them knows tomorrow's weather. Measured at the probe's threshold (0.3): it
+    declines 4 of the multilingual suite's 10 such goals and 2 of its 47 answerable English
+    ones (docs/BENCHMARKS.md); "What is Priya's phone number?", the goal this test asked
+    until the threshold moved from the greedy probe, has P(call) between 0.3 and 0.5 here
+    and is no longer declined."""
     from conftest import run_cli
 
     plugins = [a for f in ("books", "fleet", "staff", "countries", "league", "planets")
                for a in ("--plugins", f"benchmarks/suites/plugins/{f}.py")]
     excluded = [a for f in ("Calculator", "power", "sqrt") for a in ("--exclude",
                                                                     f"MathPlugin.{f}")]
-    proc = run_cli("run", "What is Priya's phone number?", *plugins, *excluded,
+    proc = run_cli("run", "What will the weather be like in Nairobi tomorrow?", *plugins,
+                   *excluded,
                    "--planner", "tree",
                    "--techniques=+decline", "--json", env={"LOCALAGENT_THREADS": "1"})
     assert proc.returncode == 1, proc.stderr

@@ -72,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
         "--techniques",
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default', "
-        "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, "
+        "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, native, "
         "cover, calls, together, check, answer, head, nouns, shallow, numbers, result, ordered, "
         "distinct, typed, compact, backrefs, pipe, named, expression, replan=N, vote=K), or "
         "changes to each planner's default: +name, +name=N, -name, comma-separated (a value starting "

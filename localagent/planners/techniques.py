@@ -28,7 +28,7 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | must be looked up (a nested call, a $k, an earlier action)|
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | decline       | tools, tree,       | the model is first shown its own tool-calling prompt; if  |
-|               | sequential, react  | its first token opens a call with probability < 0.5, the  |
+|               | sequential, react  | its first token opens a call with probability < 0.3, the  |
 |               |                    | run ends declined ("no offered tool fits", no answer;     |
 |               |                    | tools: with grounded) (decline.py)                        |
 |               | tree, sequential   | the grammar also admits the refusal plan (the pseudo-     |
