@@ -207,10 +207,7 @@ class LlamaCppLLM(LLM):
             evaluated += self._eval_sizes[0] if self._eval_sizes else 0
         if processor is not None:
             processor.check_in_force(n_completion)
-        reused = len(tokens) - evaluated
-        usage = Usage(calls=1, prompt_tokens=len(tokens), prompt_tokens_reused=reused,
-                      prompt_tokens_loaded=min(loaded, reused),
-                      completion_tokens=n_completion, seconds=seconds)
+        usage = _usage(len(tokens), loaded, evaluated, seconds, n_completion)
         return Completion(text=text, usage=usage, finish_reason=finish, prompt=prompt)
 
     def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
@@ -229,7 +226,6 @@ class LlamaCppLLM(LLM):
             have = min(llama.n_tokens, common_prefix(llama._input_ids.tolist(), tokens),
                        len(tokens) - 1)  # the last token again, for fresh logits
             _kv_truncate(llama, have)
-            self._eval_sizes.clear()
             llama.eval(tokens[have:])
             evaluated += len(tokens) - have
             logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1),
@@ -240,10 +236,7 @@ class LlamaCppLLM(LLM):
             choices = tuple((llama.detokenize([int(i)], special=True).decode("utf-8", "replace"),
                              float(probs[i])) for i in best)
             seconds = time.perf_counter() - start
-        reused = len(tokens) - evaluated
-        usage = Usage(calls=1, prompt_tokens=len(tokens), prompt_tokens_reused=reused,
-                      prompt_tokens_loaded=min(loaded, reused), seconds=seconds)
-        return NextTokens(choices=choices, usage=usage)
+        return NextTokens(choices=choices, usage=_usage(len(tokens), loaded, evaluated, seconds))
 
     def close(self) -> None:
         with self._lock:
@@ -406,6 +399,16 @@ def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:
     if llama.n_tokens > n:
         llama.n_tokens = n
         llama._requires_eval = True
+
+
+def _usage(n_prompt: int, loaded: int, evaluated: int, seconds: float,
+           completion_tokens: int = 0) -> Usage:
+    """One call's usage: of `n_prompt` prompt tokens, `evaluated` were computed here and
+    the rest reused, `loaded` of them restored from the disk prompt cache."""
+    reused = n_prompt - evaluated
+    return Usage(calls=1, prompt_tokens=n_prompt, prompt_tokens_reused=reused,
+                 prompt_tokens_loaded=min(loaded, reused), completion_tokens=completion_tokens,
+                 seconds=seconds)
 
 
 def _read_completion(result: Any) -> tuple[str, int, str]:
