@@ -13,6 +13,12 @@ offers the task (its plugins and filter), as `bench_planners.py` does; for BFCL,
 own functions, as the tools planner sees them (`--bfcl CATEGORIES`, irrelevance cases
 should be refused, all others answered).
 
+`--native` also asks for the model's free reply (`localagent/planners/native.py`: the goal
+alone in its chat template, no grammar) and records what it does: calls offered functions,
+calls only functions nobody offered (a refusal signal measured for `native`, not used),
+answers in prose, or writes calls that are not valid. The last table counts refusals of
+the probe alone and of the probe with that signal.
+
     .venv/bin/python scripts/bench_decline.py --suite benchmarks/suites/multilingual.yaml \
         --variants en,es,zh --threads 1
     .venv/bin/python scripts/bench_decline.py --bfcl simple_python,multiple,irrelevance \
@@ -33,11 +39,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from localagent.bench.external.raw import read_tool_calls
 from localagent.errors import LocalAgentError
 from localagent.llm import load_llm
 from localagent.llm.base import LLM
 from localagent.planners.base import GenerationLog, PlannerSettings
 from localagent.planners.decline import DECLINE_BELOW, call_probability, can_probe, first_turn
+from localagent.planners.native import native_reply, wrap_bare_calls
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
@@ -115,6 +123,8 @@ def main() -> int:
     ap.add_argument("--model", default=None, help="catalog name or .gguf path")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     ap.add_argument("--filter", default="auto", help="the benchmark's filter mode")
+    ap.add_argument("--native", action="store_true",
+                    help="also record the model's free reply and price the `native` refusal")
     ap.add_argument("--out", default=None, help="write one JSON line per goal here")
     args = ap.parse_args()
     try:
@@ -133,23 +143,61 @@ def main() -> int:
         return 2
     out = open(args.out, "a", encoding="utf-8", buffering=1) if args.out else None  # noqa: SIM115
     seen: list[tuple[Goal, float]] = []
+    replies: list[tuple[Goal, float, str]] = []
     start = time.perf_counter()
     for n, goal in enumerate(goals, 1):
         p = probe(llm, goal)
         seen.append((goal, p))
+        kind = reply_kind(llm, goal) if args.native else "-"
+        replies.append((goal, p, kind))
         right = (p < DECLINE_BELOW) == goal.should_decline
-        print(f"{n}/{len(goals)} {goal.id}: P(call) {p:.3f}"
+        print(f"{n}/{len(goals)} {goal.id}: P(call) {p:.3f}, free reply: {kind}"
               f"{'' if right else '  (wrong)'}", flush=True)
         if out:
             out.write(json.dumps({"id": goal.id, "group": goal.group, "p_call": p,
-                                  "relevance": relevance(goal),
+                                  "reply": kind, "relevance": relevance(goal),
                                   "should_decline": goal.should_decline,
                                   "model": llm.info.name}) + "\n")
     if out:
         out.close()
     Console().print(sweep_table(seen, f"decline probe, {llm.info.name}, {len(goals)} goals, "
                                       f"{time.perf_counter() - start:.0f} s"))
+    if args.native:
+        Console().print(native_table(replies))
     return 0
+
+
+def reply_kind(llm: LLM, goal: Goal) -> str:
+    """What the free reply does: `offered` (valid calls of offered functions), `unoffered`
+    (calls only functions not offered), `prose`, or `invalid` (anything else)."""
+    reply = native_reply(llm, goal.text, goal.tools, openai_tools(goal.tools),
+                         max_tokens=300, max_calls=4, seed=0, log=GenerationLog())
+    if reply.turn is not None:
+        return "offered"
+    names = [name for name, _ in read_tool_calls(wrap_bare_calls(reply.text))]
+    if names and not {t.qualified_name for t in goal.tools}.intersection(names):
+        return "unoffered"
+    return "prose" if not names and "{" not in reply.text else "invalid"
+
+
+def native_table(replies: list[tuple[Goal, float, str]]) -> Table:
+    """Per group: the free replies' kinds, and refusals of the probe alone and of the probe
+    or an unoffered-only free reply (the tools planner's `decline+native`)."""
+    kinds = ("offered", "unoffered", "prose", "invalid")
+    table = Table(title=f"free replies; refused at P(call) < {DECLINE_BELOW}, alone and "
+                        "with an unoffered-only free reply")
+    for column in ("group", "counts", *kinds, "probe", "probe or unoffered"):
+        table.add_column(column, justify="left" if column in ("group", "counts") else "right")
+    by_group: dict[tuple[str, bool], list[tuple[float, str]]] = collections.defaultdict(list)
+    for goal, p, kind in replies:
+        by_group[(goal.group, goal.should_decline)].append((p, kind))
+    for (group, should), rows in sorted(by_group.items()):
+        label = "refused" if should else "false refusals"
+        table.add_row(group, f"{label} of {len(rows)}",
+                      *(str(sum(k == kind for _, k in rows)) for kind in kinds),
+                      str(sum(p < DECLINE_BELOW for p, _ in rows)),
+                      str(sum(p < DECLINE_BELOW or k == "unoffered" for p, k in rows)))
+    return table
 
 
 def sweep_table(seen: list[tuple[Goal, float]], title: str) -> Table:

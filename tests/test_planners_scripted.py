@@ -364,7 +364,7 @@ def test_a_fenced_json_call_is_no_answer(registry):
     answer. The grammar refuses an answer starting with a backtick; without the grammar,
     the parser reads the fenced call as a call."""
     from localagent.llm.constrained import matches
-    from localagent.planners.tool_calling import wrap_bare_calls
+    from localagent.planners.native import wrap_bare_calls
 
     specs = [s for s in registry.specs() if s.plugin == "DemoPlugin"]
     fenced = ('```json\n{\n  "name": "DemoPlugin.GetInvoice",\n'
@@ -445,3 +445,24 @@ def test_native_turn_that_does_not_agree_leaves_the_constrained_one(registry, fr
     out = ToolCallingPlanner(llm, specs, NATIVE).run("100 EUR in USD?", Executor(registry))
     assert len(out.turns[0].calls) == 1 and out.turns[0].calls[0]["args"]["amount"] == 100
     assert out.answer == "108.0"
+
+
+def test_native_values_fill_only_the_arguments_the_constrained_turn_passes():
+    """Merged per argument: the constrained turn's arguments, each with the free turn's
+    value where it wrote one; an optional argument only the free turn passes is left out,
+    and a merged call that is not valid stays the constrained call."""
+    from localagent.grammars import ToolCall, ToolCallTurn
+    from localagent.planners.tool_calling import agreed
+    from localagent.tools import schema_tool
+
+    spec = schema_tool({"name": "roi", "parameters": {"type": "object", "properties": {
+        "rate": {"type": "number"}, "years": {"type": "integer"},
+        "unit": {"type": "string", "enum": ["a", "b"]}}, "required": ["rate"]}}).spec
+    f = spec.qualified_name
+    constrained = ToolCallTurn(calls=(ToolCall(f, {"rate": 3, "years": 1}),
+                                      ToolCall(f, {"rate": 5})))
+    native = ToolCallTurn(calls=(ToolCall(f, {"rate": 0.03, "unit": "a"}),
+                                 ToolCall(f, {"rate": "lots"})))
+    merged = agreed(constrained, native, [spec])
+    assert merged.calls[0].args == {"rate": 0.03, "years": 1}
+    assert merged.calls[1] == constrained.calls[1]

@@ -20,7 +20,6 @@ run where it calls the same functions as the constrained turn (`agreed`).
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,14 @@ from typing import Any
 from localagent.errors import PlanValidationError
 from localagent.executor import ExecutionResult, Executor
 from localagent.grammar.jsonlark import Bounds
-from localagent.grammars import ToolCallTurn, parse_tool_calls, text_answer, tool_call_turn
+from localagent.grammars import (
+    ToolCall,
+    ToolCallTurn,
+    args_errors,
+    parse_tool_calls,
+    text_answer,
+    tool_call_turn,
+)
 from localagent.llm.base import LLM, Message
 from localagent.plan import literal_call
 from localagent.planners.base import (
@@ -43,6 +49,7 @@ from localagent.planners.coverage import Coverage
 from localagent.planners.decline import first_turn, model_declines
 from localagent.planners.grounding import answer_choice, labelled_answers
 from localagent.planners.mentions import anchor_to_goal
+from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
@@ -78,37 +85,6 @@ def result_content(result: ExecutionResult) -> str:
         return json.dumps({"error": result.error.message}, ensure_ascii=False)
     value = result.value
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def wrap_bare_calls(text: str) -> str:
-    """`{"name": ..., "arguments": ...}` lines without `<tool_call>` tags, wrapped in them.
-
-    Qwen2.5-Coder often writes its calls as bare JSON objects or in a ```json fence; the
-    grammar's answer branch admits neither start, but unconstrained output may hold them,
-    and read as an answer the call would be lost.
-    """
-    body = text.strip()
-    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
-    if fence:  # a fenced call, possibly pretty-printed over several lines
-        body = fence.group(1)
-        try:
-            obj = json.loads(body)
-        except json.JSONDecodeError:  # or several calls, one a line
-            lines = wrap_bare_calls(body)
-            return lines if lines != body else text
-        if isinstance(obj, dict) and set(obj) == {"name", "arguments"}:
-            return f"<tool_call>\n{json.dumps(obj, ensure_ascii=False)}\n</tool_call>"
-        return text
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    if not lines or not all(line.startswith("{") for line in lines):
-        return text
-    try:
-        objects = [json.loads(line) for line in lines]
-    except json.JSONDecodeError:
-        return text
-    if not all(isinstance(o, dict) and set(o) == {"name", "arguments"} for o in objects):
-        return text
-    return "\n".join(f"<tool_call>\n{line}\n</tool_call>" for line in lines)
 
 
 class ToolCallingPlanner:
@@ -161,24 +137,11 @@ class ToolCallingPlanner:
                                 max_tokens=self.max_tokens)
 
     def native_turn(self, goal: str, log: GenerationLog, tools: Sequence[ToolSpec],
-                    max_calls: int) -> ToolCallTurn | None:
-        """With `native`: the first turn as the model writes it with no grammar and no
-        planner prompt (the goal alone in its chat template, which adds its own default
-        system text), greedy, in its own format (`<tool_call>` blocks, bare JSON lines or a
-        fenced object); its calls when every one parses and is valid for its function's
-        schema among `tools`, else None."""
-        completion = self.llm.chat([{"role": "user", "content": goal}], tools=self.schemas,
-                                   max_tokens=self.max_tokens, temperature=0.0,
-                                   seed=self.settings.seed, constraint=None)
-        log.add(completion)
-        if completion.truncated:
-            return None
-        try:
-            turn = parse_tool_calls(wrap_bare_calls(completion.text), list(tools),
-                                    max_calls=max_calls)
-        except PlanValidationError:
-            return None
-        return turn if turn.calls else None
+                    max_calls: int) -> NativeReply:
+        """With `native`: the first turn as the model writes it alone (`native.native_reply`:
+        the goal in its chat template, no grammar, no planner prompt, greedy)."""
+        return native_reply(self.llm, goal, tools, self.schemas, max_tokens=self.max_tokens,
+                            max_calls=max_calls, seed=self.settings.seed, log=log)
 
     def declines(self, messages: Sequence[Message], log: GenerationLog) -> bool:
         """Whether the model, left free, answers the goal without calling a tool
@@ -216,13 +179,10 @@ class ToolCallingPlanner:
             stated = labelled_answers(check.answer_values(observed), trail, coverage.last,
                                       t.result, labels=True) if grounded else None
             answers = None if stated is None else list(stated)
-            if t.decline and answers == [] and not out.turns \
-                    and self.declines(messages, out.log):
-                out.declined = True
-                out.stop_reason = "declined: the model answered without calling any offered tool"
-                _emit(out, on_event, "tool_turn", {"calls": [], "answer": None,
-                                                   "declined": True})
-                return out
+            may_decline = t.decline and answers == [] and not out.turns
+            if may_decline and self.declines(messages, out.log):
+                return _declined(out, on_event, "the model answered without calling any "
+                                 "offered tool")
             tools = self._turn_tools(goal, [v for _, v in observed])
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
@@ -236,9 +196,11 @@ class ToolCallingPlanner:
             turn = self.next_turn(messages, last=last,
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
-            if t.native and not out.turns and turn.calls:
-                turn = agreed(turn, self.native_turn(goal, out.log, tools,
-                                                     check.max_calls or MAX_CALLS_PER_TURN))
+            if t.native and not out.turns and turn.calls:  # after: the probe's prompt is
+                # the constrained turn's, still in the KV cache
+                reply = self.native_turn(goal, out.log, tools,
+                                         check.max_calls or MAX_CALLS_PER_TURN)
+                turn = agreed(turn, reply.turn, tools)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
@@ -287,20 +249,45 @@ class ToolCallingPlanner:
         return out
 
 
-def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None) -> ToolCallTurn:
-    """The first turn `native` keeps: the native turn's calls where both turns call the
-    same functions (as many times each), else the constrained turn's.
+def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
+           tools: Sequence[ToolSpec]) -> ToolCallTurn:
+    """The first turn `native` keeps: where both turns call the same functions (as many
+    times each), the constrained turn's calls and arguments with the native turn's values
+    (calls of one function paired in order); else the constrained turn.
 
-    Why both: under the grammar the model chooses which functions to call, and how many,
-    better (BFCL parallel: it writes every call of a multi-part question, where its free
-    reply writes one), but the grammar forces the call's opening in a context the model
-    did not choose, and then it picks other values for the same call (BFCL: "3%" written
-    3, where its free reply writes 0.03). Nothing invalid runs either way."""
+    Why both: under the grammar the model chooses which functions to call, how many times,
+    and which optional arguments to pass, better (BFCL parallel: it writes every call of a
+    multi-part question, where its free reply writes one; the free reply also adds optional
+    arguments the question never asked for), but the grammar forces the call's opening in a
+    context the model did not choose, and then it picks other values for the same call
+    (BFCL: "3%" written 3, where its free reply writes 0.03). A merged call that is not
+    valid for its schema stays the constrained one: nothing invalid runs."""
     if native is None:
         return constrained
-    same = sorted(c.function for c in native.calls) == sorted(c.function
-                                                              for c in constrained.calls)
-    return native if same else constrained
+    if sorted(c.function for c in native.calls) != sorted(c.function
+                                                          for c in constrained.calls):
+        return constrained
+    spec = {t.qualified_name: t for t in tools}
+    free: dict[str, list[ToolCall]] = {}
+    for c in native.calls:
+        free.setdefault(c.function, []).append(c)
+    calls = []
+    for c in constrained.calls:
+        values = free[c.function].pop(0).args
+        merged = {k: values.get(k, v) for k, v in c.args.items()}
+        tool = spec.get(c.function)
+        ok = tool is not None and not args_errors(tool, merged)
+        calls.append(ToolCall(function=c.function, args=merged) if ok else c)
+    return ToolCallTurn(calls=tuple(calls))
+
+
+def _declined(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None,
+              why: str) -> ToolCallingOutcome:
+    """Ends the run declined ("no offered tool fits"), with no answer and no call."""
+    out.declined = True
+    out.stop_reason = f"declined: {why}"
+    _emit(out, on_event, "tool_turn", {"calls": [], "answer": None, "declined": True})
+    return out
 
 
 def _emit(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None, kind: str,

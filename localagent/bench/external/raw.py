@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from localagent.llm.base import LLM, Message, Usage
-from localagent.planners.tool_calling import wrap_bare_calls
+from localagent.planners.native import wrap_bare_calls
 
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 

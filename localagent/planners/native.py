@@ -1,0 +1,85 @@
+"""The model's own reply to a goal: the goal alone in its chat template with the tools
+offered, greedy, no grammar and no planner prompt (what a user of llama.cpp would get).
+
+Used by `native` (tools planner): under the grammar the model picks which functions to
+call better, but it writes some values differently from its free reply ("3%" as 3 where
+the free reply writes 0.03); `tool_calling.agreed` keeps the free reply's values where both
+call the same functions.
+
+Measured and not kept: the free reply as a refusal signal (it calls only functions nobody
+offered). On BFCL's development set it refused none of 40 irrelevant questions that the
+`decline` probe had not already refused, and 3 of 64 answerable ones
+(`scripts/bench_decline.py --native`, docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from localagent.errors import PlanValidationError
+from localagent.grammars import ToolCallTurn, parse_tool_calls
+from localagent.llm.base import LLM
+from localagent.planners.base import GenerationLog
+from localagent.tools.spec import ToolSpec
+
+
+@dataclass(frozen=True)
+class NativeReply:
+    """The free reply: `turn` holds its calls when every one is valid among the offered
+    tools (None for prose, an invalid call or a truncated reply)."""
+
+    text: str
+    turn: ToolCallTurn | None
+
+
+def wrap_bare_calls(text: str) -> str:
+    """`{"name": ..., "arguments": ...}` lines without `<tool_call>` tags, wrapped in them.
+
+    Qwen2.5-Coder often writes its calls as bare JSON objects or in a ```json fence; the
+    grammar's answer branch admits neither start, but unconstrained output may hold them,
+    and read as an answer the call would be lost.
+    """
+    body = text.strip()
+    fence = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, flags=re.DOTALL)
+    if fence:  # a fenced call, possibly pretty-printed over several lines
+        body = fence.group(1)
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError:  # or several calls, one a line
+            lines = wrap_bare_calls(body)
+            return lines if lines != body else text
+        if isinstance(obj, dict) and set(obj) == {"name", "arguments"}:
+            return f"<tool_call>\n{json.dumps(obj, ensure_ascii=False)}\n</tool_call>"
+        return text
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if not lines or not all(line.startswith("{") for line in lines):
+        return text
+    try:
+        objects = [json.loads(line) for line in lines]
+    except json.JSONDecodeError:
+        return text
+    if not all(isinstance(o, dict) and set(o) == {"name", "arguments"} for o in objects):
+        return text
+    return "\n".join(f"<tool_call>\n{line}\n</tool_call>" for line in lines)
+
+
+def native_reply(llm: LLM, goal: str, tools: Sequence[ToolSpec], schemas: list[dict], *,
+                 max_tokens: int, max_calls: int, seed: int | None,
+                 log: GenerationLog) -> NativeReply:
+    """The model's free reply to `goal` with `schemas` offered in its chat template (which
+    adds its own default system text), read as calls of `tools` where it holds any."""
+    completion = llm.chat([{"role": "user", "content": goal}], tools=schemas,
+                          max_tokens=max_tokens, temperature=0.0, seed=seed, constraint=None)
+    log.add(completion)
+    text = wrap_bare_calls(completion.text)
+    turn = None
+    if not completion.truncated:
+        try:
+            parsed = parse_tool_calls(text, list(tools), max_calls=max_calls)
+            turn = parsed if parsed.calls else None
+        except PlanValidationError:
+            pass
+    return NativeReply(text=completion.text, turn=turn)
