@@ -297,22 +297,25 @@ def test_tool_calling_early_exit_without_calls(registry):
 
 
 def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
-    """The default (`grounded+decline`): before the first turn, which must call a tool, a
-    few unconstrained tokens show whether the model would open a call at all (`declines`).
-    A reply that opens one goes on to the constrained turn; later turns are not probed."""
+    """The default (`grounded+decline+native`): before the first turn, which must call a
+    tool, a few unconstrained tokens show whether the model would open a call at all
+    (`declines`). A reply that opens one goes on to the constrained turn, then the free one
+    (`native`); later turns are neither probed nor written twice."""
     from localagent.llm.base import GREEDY_PROBE_TOKENS as DECLINE_PROBE
 
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
-    llm = ScriptedLLM(["<tool_call>", tc("WeatherPlugin.DidItRainToday", city="Athens"),
-                       "true"])
+    call = tc("WeatherPlugin.DidItRainToday", city="Athens")
+    llm = ScriptedLLM(["<tool_call>", call, call, "true"])
     planner = ToolCallingPlanner(llm, specs)
     assert planner.techniques.grounded and planner.techniques.decline
+    assert planner.techniques.native
     out = planner.run("Did it rain in Athens today?", Executor(registry))
     assert out.answer == "true" and not out.declined and out.stop_reason == "answered in text"
-    assert len(llm.requests) == 3 and len(out.turns) == 2
-    probe, first, second = llm.requests
+    assert len(llm.requests) == 4 and len(out.turns) == 2
+    probe, first, free, second = llm.requests
     assert probe.constraint is None and probe.max_tokens == DECLINE_PROBE
     assert first.constraint is not None and second.constraint is not None
+    assert free.constraint is None
     assert out.turns[0].calls[0]["result"] is True
 
 
@@ -343,8 +346,8 @@ def test_grounded_tool_calling_declines_when_the_probe_answers_in_prose(registry
     assert not out.declined and forced.requests[0].constraint is not None
     assert out.turns[0].calls and out.answer == "true"
     # a model whose chat template has no tool format is not probed: the first turn calls
-    plain = ScriptedLLM([tc("WeatherPlugin.DidItRainToday", city="Athens"), "true"],
-                        chat_format=None)
+    call = tc("WeatherPlugin.DidItRainToday", city="Athens")
+    plain = ScriptedLLM([call, call, "true"], chat_format=None)
     assert not plain.info.supports_tools
     out = ToolCallingPlanner(plain, specs).run("Write a haiku about autumn.", Executor(registry))
     assert not out.declined and plain.requests[0].constraint is not None

@@ -13,8 +13,8 @@ result is written after its path (`total: 42.5`, `grounding.observed_answers`; t
 is the value), on the others either way; with `decline`, the
 model is first asked whether it would call one at all (`declines`). If it would answer in prose
 instead, the run ends declined ("no offered tool fits"), with no answer. With `native`
-(opt-in), the first turn is also written freely by the model alone, and its argument values
-run where it calls the same functions as the constrained turn (`agreed`).
+(default), the first turn is also written freely by the model alone (`native.py`), and its
+argument values run where it calls the same functions as the constrained turn (`agreed`).
 """
 
 from __future__ import annotations
