@@ -134,14 +134,19 @@ def _replay(make: Any, goal: str, texts: list[str], max_iterations: int) -> str 
     generated under and the run answered with the last one, else which step was refused
     and why."""
     pending = deque(texts)
+    written: list[str] = []
 
     def respond(request: Any) -> str:
         step = len(texts) - len(pending) + 1
+        if request.constraint is None and written:
+            # a free turn (`native`) constrains nothing: it writes the turn just admitted
+            return written[-1]
         if not pending:
             raise _Rejected(f"step {step}: asked for more after the reference answer")
         if request.constraint is not None and not matches(request.constraint, pending[0]):
             raise _Rejected(f"step {step} of {len(texts)} not admitted: {pending[0]!r}")
-        return pending.popleft()
+        written.append(pending.popleft())
+        return written[-1]
 
     planner = make(ScriptedLLM(responder=respond))
     try:

@@ -309,15 +309,16 @@ def test_labelled_grounded_answers_write_the_path_and_state_the_value() -> None:
 
 def test_tools_planner_answers_the_value_a_labelled_answer_states() -> None:
     call = '<tool_call>\n{"name": "Orders.Get", "arguments": {"order_id": 17}}\n</tool_call>'
-    # the decline probe, a call, the same call again (so the next turn must answer), answer
-    llm = ScriptedLLM(["<tool_call>", call, call, "total: 42.5"])
+    # the decline probe, a call, the free reply (`native`), the same call again (so the
+    # next turn must answer), the answer
+    llm = ScriptedLLM(["<tool_call>", call, call, call, "total: 42.5"])
     out = ToolCallingPlanner(llm, TOOLS).run("How much was order 17?", Executor(REG),
                                              max_iterations=4)
     assert out.answer == "42.5", out.stop_reason
     answer_turn = llm.requests[-1].constraint  # must answer: only after the path
     assert matches(answer_turn, "total: 42.5") and matches(answer_turn, "items[1].price: 40.0")
     assert not matches(answer_turn, "total: 2.5") and not matches(answer_turn, "42.5")
-    free_turn = llm.requests[2].constraint  # may still call: either form
+    free_turn = llm.requests[3].constraint  # may still call: either form
     assert matches(free_turn, "42.5") and matches(free_turn, "total: 42.5")
     assert not matches(free_turn, "total: 2.5")
 
