@@ -14,9 +14,11 @@ When the matcher has stopped (the grammar is complete) no further pass is made a
 sampler chain (llama.cpp's top-k/top-p/min-p/temperature with the call's seed, greedy at
 temperature 0) and the same prompt-prefix reuse (the KV cells of the longest common prefix
 with the previous sequence are kept). Forced tokens are exactly those token-by-token decoding would write, but a batch is
-evaluated with another summation order, so logits differ in the last bits: measured, 18 of
-18 greedy plans identical on suite goals, but one near-tie ReAct step of a seed scenario
-(Furina) flipped; hence off by default until the suites are measured with it.
+evaluated with another summation order, so logits differ in the last bits: on the
+generalisation suite 46 of 47 tree and 43 of 47 tools runs wrote the same outputs, with the
+same number right, but the Furina ReAct scenario (English-only opt-ins) flips at a greedy
+near-tie and was solved 1/5 seeds against 3/5 token by token; hence off by default
+(docs/BENCHMARKS.md, "fast-forward A/B again").
 Unconstrained calls keep `create_completion`, so the raw baseline is llama.cpp's own loop.
 """
 
