@@ -142,12 +142,10 @@ def main() -> int:
               "probe is never asked (only the grammar's refusal can decline)", file=sys.stderr)
         return 2
     out = open(args.out, "a", encoding="utf-8", buffering=1) if args.out else None  # noqa: SIM115
-    seen: list[tuple[Goal, float]] = []
-    replies: list[tuple[Goal, float, str]] = []
+    replies: list[tuple[Goal, float, str]] = []  # goal, P(call), what the free reply did
     start = time.perf_counter()
     for n, goal in enumerate(goals, 1):
         p = probe(llm, goal)
-        seen.append((goal, p))
         kind = reply_kind(llm, goal) if args.native else "-"
         replies.append((goal, p, kind))
         right = (p < DECLINE_BELOW) == goal.should_decline
@@ -160,6 +158,7 @@ def main() -> int:
                                   "model": llm.info.name}) + "\n")
     if out:
         out.close()
+    seen = [(goal, p) for goal, p, _ in replies]
     Console().print(sweep_table(seen, f"decline probe, {llm.info.name}, {len(goals)} goals, "
                                       f"{time.perf_counter() - start:.0f} s"))
     if args.native:

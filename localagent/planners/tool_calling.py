@@ -179,10 +179,13 @@ class ToolCallingPlanner:
             stated = labelled_answers(check.answer_values(observed), trail, coverage.last,
                                       t.result, labels=True) if grounded else None
             answers = None if stated is None else list(stated)
-            may_decline = t.decline and answers == [] and not out.turns
-            if may_decline and self.declines(messages, out.log):
-                return _declined(out, on_event, "the model answered without calling any "
-                                 "offered tool")
+            if t.decline and answers == [] and not out.turns \
+                    and self.declines(messages, out.log):
+                out.declined = True
+                out.stop_reason = "declined: the model answered without calling any offered tool"
+                _emit(out, on_event, "tool_turn", {"calls": [], "answer": None,
+                                                   "declined": True})
+                return out
             tools = self._turn_tools(goal, [v for _, v in observed])
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
@@ -196,8 +199,8 @@ class ToolCallingPlanner:
             turn = self.next_turn(messages, last=last,
                                   log=out.log, answers=answers, must_call=must_call,
                                   max_calls=check.max_calls, tools=tools)
-            if t.native and not out.turns and turn.calls:  # after: the probe's prompt is
-                # the constrained turn's, still in the KV cache
+            # after the constrained turn, whose prompt the probe left in the KV cache
+            if t.native and not out.turns and turn.calls:
                 reply = self.native_turn(goal, out.log, tools,
                                          check.max_calls or MAX_CALLS_PER_TURN)
                 turn = agreed(turn, reply.turn, tools)
@@ -279,15 +282,6 @@ def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
         ok = tool is not None and not args_errors(tool, merged)
         calls.append(ToolCall(function=c.function, args=merged) if ok else c)
     return ToolCallTurn(calls=tuple(calls))
-
-
-def _declined(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None,
-              why: str) -> ToolCallingOutcome:
-    """Ends the run declined ("no offered tool fits"), with no answer and no call."""
-    out.declined = True
-    out.stop_reason = f"declined: {why}"
-    _emit(out, on_event, "tool_turn", {"calls": [], "answer": None, "declined": True})
-    return out
 
 
 def _emit(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None, kind: str,
