@@ -7,6 +7,7 @@ cache reuse, and with the cache reset before every step; the ratio of prompt tok
 evaluated is printed.
 
     python scripts/bench_scenarios.py [--seeds 1] [--only invoice,furina] [--planners ...]
+                                      [--techniques +values]
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from localagent.executor import Executor
 from localagent.llm import load_llm
 from localagent.planners.base import MeteredLLM, PlannerSettings
 from localagent.planners.react import ReactPlanner
+from localagent.planners.techniques import TechniqueSpec, parse_spec
 
 
-def bench_one(llm, scenario: Scenario, planner: str, seeds: int, temperature: float) -> str:
+def bench_one(llm, scenario: Scenario, planner: str, seeds: int, temperature: float,
+              techniques: TechniqueSpec = None) -> str:
     rows = []
     for seed in range(seeds):
-        settings = PlannerSettings(temperature=0.0 if seed == 0 else temperature, seed=seed)
+        settings = PlannerSettings(temperature=0.0 if seed == 0 else temperature, seed=seed,
+                                   techniques=techniques)
         agent = Agent(llm, registry=scenario.registry(llm), settings=settings)
         result = agent.run(scenario.goal, planner=planner, max_iterations=4)
         why = scenario.judge(result)
@@ -69,6 +73,9 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--planners", default="", help="comma-separated planners")
+    parser.add_argument("--techniques", default="default",
+                        help="techniques spec, as bench_planners.py's (default: each "
+                             "planner's own default; '+values' changes it)")
     parser.add_argument("--no-cache-bench", action="store_true")
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default: the physical cores)")
@@ -87,7 +94,8 @@ def main() -> None:
             if args.planners and planner not in args.planners.split(","):
                 continue
             print(f"{scenario.name} / {planner}", flush=True)
-            table.append(bench_one(llm, scenario, planner, args.seeds, args.temperature))
+            table.append(bench_one(llm, scenario, planner, args.seeds, args.temperature,
+                                   parse_spec(args.techniques)))
             print("  " + table[-1], flush=True)
     print("\n" + header)
     print("\n".join(table))

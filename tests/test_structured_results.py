@@ -134,6 +134,28 @@ def test_tree_grammar_admits_declared_fields_that_fit_and_nothing_else() -> None
     assert matches(c, j(upper))
 
 
+def test_covering_tree_grammar_keeps_the_fields() -> None:
+    """Under `values` (a covering grammar) a call may still carry a `"field"`, at the root
+    and nested, and the suite's reference plans stay admitted."""
+    from localagent.planners.base import PlannerSettings
+    from localagent.planners.techniques import Techniques
+    from localagent.planners.tree import TreePlanner
+
+    korva = {"function": "Flights.Search", "args": {"destination": "Korva"},
+             "field": "[0].price"}
+    c = G.tree_plan(TOOLS, cover=["Korva"])
+    assert matches(c, j(korva)) and matches(c, j(times(korva)))
+    assert not matches(c, j(times({**korva, "field": "[0].pric"})))  # undeclared
+    assert not matches(c, j(times(get(field="total"))))  # Korva is not passed
+    suite = load_suite(REPO / "benchmarks" / "suites" / "structured.yaml")
+    settings = PlannerSettings(techniques=Techniques.parse("mentions+values"))
+    for task in suite.tasks:
+        if task.solution is not None:
+            planner = TreePlanner(ScriptedLLM([]), build_registry(task).specs(), settings)
+            grammar = planner.constraint(planner.tools_for(task.goal), task.goal)
+            assert matches(grammar, json.dumps(task.solution, separators=(", ", ": "))), task.id
+
+
 def test_tree_grammar_takes_any_key_of_a_plain_dict() -> None:
     c = G.tree_plan(TOOLS)
     reading = {"function": "Sensors.Reading", "args": {"sensor": "S1"}, "field": "temp"}

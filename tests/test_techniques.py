@@ -937,3 +937,60 @@ def test_compact_writes_the_task_as_the_examples_are_written(registry) -> None:
         if compact:  # the narrowed company shown, the numbers by their type
             assert 'DemoPlugin.GetInvoice(company: "C" | "F") -> integer' in task, task
             assert "DemoPlugin.Total(value1: number, value2: number) -> number" in task, task
+
+
+# --- values: the language-neutral cover and together -----------------------------------
+
+# The invoice goal in four languages: the companies and the commas are the only shared
+# marks (the Chinese list uses the ideographic comma).
+INVOICE_GOALS = (
+    INVOICE_GOAL,
+    "¿Cuánto es la diferencia entre el total de la empresa C, F y el total de la empresa A, E?",
+    "Wie groß ist der Unterschied zwischen der Summe von Firma C, F und der Summe von Firma A, E?",
+    "公司 C、F 的总额与公司 A、E 的总额之差是多少？",
+)
+
+
+def test_stated_enum_values_and_mark_groups_read_no_words() -> None:
+    """`values` finds the enum values the goal writes and groups those listed with marks
+    only; replacing every other letter of the goal changes nothing (no words read)."""
+    from localagent.planners.coverage import (
+        LISTED_BY_MARKS,
+        listed_groups,
+        stated_enum_values,
+    )
+
+    tools = demo(default_registry(examples=True))
+    for goal in INVOICE_GOALS:
+        values = stated_enum_values(goal, tools)
+        assert values == ["C", "F", "A", "E"], goal
+        assert listed_groups(goal, values, LISTED_BY_MARKS) == [0, 0, 1, 1], goal
+        scrambled = "".join("x" if ch.isalpha() and ch not in "CFAE" else ch for ch in goal)
+        assert stated_enum_values(scrambled, tools) == values
+        assert listed_groups(scrambled, values, LISTED_BY_MARKS) == [0, 0, 1, 1]
+    # words between values separate them: a list needs marks alone
+    assert listed_groups("the invoices of A and C", ["A", "C"], LISTED_BY_MARKS) == [0, 1]
+    assert listed_groups("A/B & C + D", ["A", "B", "C", "D"], LISTED_BY_MARKS) == [0, 0, 0, 0]
+    # a one-letter value counts only in its own case and as a whole token
+    assert stated_enum_values("a total of Cats and a Fee", tools) == []
+
+
+def test_values_tree_planner_admits_only_the_grouped_covering_plans(registry) -> None:
+    """With `values` the tree grammar must pass C, F, A and E and combine "C, F" and
+    "A, E" first, whatever the language the goal is written in."""
+    right = compact(call("DemoPlugin.Diff",
+                         value1=call("DemoPlugin.Total", value1=inv("C"), value2=inv("F")),
+                         value2=call("DemoPlugin.Total", value1=inv("A"), value2=inv("E"))))
+    anchored = compact(call("DemoPlugin.Diff", value1=inv("C"), value2=inv("F")))  # seen
+    mixed = compact(call("DemoPlugin.Diff",  # seen on a sampled seed
+                         value1=call("DemoPlugin.Total", value1=inv("C"), value2=inv("E")),
+                         value2=call("DemoPlugin.Total", value1=inv("F"), value2=inv("A"))))
+    for goal in INVOICE_GOALS:
+        planner = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+            techniques=Techniques.parse("mentions+values")))
+        grammar = planner.constraint(planner.tools_for(goal), goal)
+        assert matches(grammar, right), goal
+        assert not matches(grammar, anchored) and not matches(grammar, mixed), goal
+    plain = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
+        techniques=Techniques.parse("mentions")))
+    assert matches(plain.constraint(plain.tools_for(INVOICE_GOAL), INVOICE_GOAL), anchored)

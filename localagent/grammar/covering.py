@@ -1,4 +1,5 @@
-"""Tree-plan rules that must use every value the goal names (the `cover` technique).
+"""Tree-plan rules that must use every value the goal names (`values`, and the English-only
+`cover` and `together` techniques).
 
 The contract: with `cover`, every admitted plan passes each named value to some call. A
 plan that never passes one of the values the goal names cannot answer the goal, and a
@@ -12,10 +13,12 @@ value rule is indexed by the set of named values covered before it (`s`) and aft
 literal leaves it unchanged; the plan's root must go from nothing to all. Only string-enum
 arguments count (the values a tool knows: a company, a currency), at most MAX_VALUES of
 them (the rule count grows as 3^k). Inside a covering plan, arrays hold literals only (no
-nested calls), and optional arguments take their usual rules (they cover nothing).
+nested calls), and optional arguments take their usual rules (they cover nothing). A
+call may carry a `"field"` (a part of its result, grammar/fields.py) wherever the plain
+tree grammar admits one.
 
-`groups` (the `together` technique): values the goal lists together ("the total of X and
-Y") form one constituent, as in the sentence. A call whose new values (those first used
+`groups` (`values`: values listed with marks only, "X, Y" or "X、Y"; `together`, English:
+also "X and Y"): values the goal lists together form one constituent, as in the sentence. A call whose new values (those first used
 inside it: `t & ~s`) lie in more than one group must hold each of those groups whole. So
 for "the difference between the total of X, Y and the total of Z, W",
 `Diff(Total(X, Y), Total(Z, W))` is admitted and `Diff(Get(X), Total(Get(Y), Total(Z, W)))`
@@ -39,8 +42,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from localagent.grammar.common import call_object
+from localagent.grammar.fields import call_with_field
 from localagent.grammar.jsonlark import LarkRules, Schema, jtext, lit
-from localagent.grammar.types import fits, string_enum
+from localagent.grammar.types import GrammarPath, field_paths, fits, string_enum
 from localagent.tools.spec import ToolSpec
 
 MAX_VALUES = 4
@@ -61,6 +65,10 @@ class TreeCalls(Protocol):
 
     def fit_rule(self, level: int, schema: Schema, root: Schema) -> str | None:
         """The ordinary calls that may stand at `level` where `schema` is expected."""
+        ...
+
+    def field_call(self, level: int, i: int, paths: list[GrammarPath]) -> str | None:
+        """Tool i's ordinary call at `level` with a `"field"`, one of `paths`."""
         ...
 
 
@@ -99,13 +107,18 @@ class CoveringRules:
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
 
     def roots(self, tools: Sequence[int]) -> list[str]:
-        """The level-1 calls of `tools` (indices) that cover every named value."""
-        calls = (self.call(1, i, 0, self.full) for i in tools)
+        """The level-1 calls of `tools` (indices) that cover every named value, each also
+        with a `"field"` where its result declares parts (the answer is that part)."""
+        calls = [self.call(1, i, 0, self.full) for i in tools]
+        calls += [self.call(1, i, 0, self.full, tuple(p for p, _ in field_paths(
+            self.b.tools[i].returns))) for i in tools]
         return [c for c in calls if c]
 
-    def call(self, level: int, i: int, s: int, t: int) -> str | None:
-        """Tool i at `level`, moving the covered set from `s` to `t`."""
-        key = (level, i, s, t)
+    def call(self, level: int, i: int, s: int, t: int,
+             paths: tuple[GrammarPath, ...] = ()) -> str | None:
+        """Tool i at `level`, moving the covered set from `s` to `t`; with `paths`, the
+        call with a `"field"`, one of them (None when it has none)."""
+        key = (level, i, s, t, paths)
         if self.groups and not self._constituent(t & ~s & self.value_mask):
             return None
         if i in self.b.shallow and (level > 2 or (level == 2 and not t & ~s & ~self.numbers)):
@@ -114,7 +127,7 @@ class CoveringRules:
             self._calls[key] = None  # recursion guard
             own = self.tool_bits[i]  # the call itself covers its function's items
             ends = [m for m in dict.fromkeys((t, t & ~own)) if m & s == s and m | own == t]
-            alts = [c for c in (self._build_call(level, i, s, m) for m in ends) if c]
+            alts = [c for c in (self._build_call(level, i, s, m, paths) for m in ends) if c]
             self._calls[key] = (alts[0] if len(alts) == 1 else
                                 self.b.rules.add("cc", " | ".join(alts)) if alts else None)
         return self._calls[key]
@@ -125,14 +138,18 @@ class CoveringRules:
         touched = [g for g in self.groups if g & new]
         return len(touched) <= 1 or all(g & new == g for g in touched)
 
-    def _build_call(self, level: int, i: int, s: int, t: int) -> str | None:
-        """Tool i at `level` whose arguments move the covered set from `s` to `t`."""
+    def _build_call(self, level: int, i: int, s: int, t: int,
+                    paths: tuple[GrammarPath, ...]) -> str | None:
+        """Tool i at `level` whose arguments move the covered set from `s` to `t` (with
+        a `"field"` of `paths` when given)."""
         tool = self.b.tools[i]
         params = tool.parameters
         props: dict[str, Schema] = params.get("properties") or {}
         required = _required(params)
         if not required:
-            return self.b.call(level, i) if s == t else None
+            if s != t:
+                return None
+            return self.b.field_call(level, i, list(paths)) if paths else self.b.call(level, i)
         first = self._seq(level, i, 0, s, t)
         if first is None:
             return None
@@ -145,6 +162,8 @@ class CoveringRules:
             if v:
                 tail.append(f'(", " {lit(jtext(k) + ": ")} {v})?')
         args = " ".join(['"{"', first, *tail, '"}"'])
+        if paths:
+            return call_with_field(self.b.rules, tool, args, list(paths), f"ccf{level}")
         return self.b.rules.add(f"cc{level}", call_object(
             "function", tool.qualified_name, "args", args))
 
@@ -196,9 +215,12 @@ class CoveringRules:
         if level + 1 <= self.b.depth:
             for j, tool in enumerate(self.b.tools):
                 if fits(schema, tool.returns, root):
-                    c = self.call(level + 1, j, s, t)
-                    if c:
-                        alts.append(c)
+                    alts.append(self.call(level + 1, j, s, t) or "")
+                parts = tuple(p for p, sub in field_paths(tool.returns)
+                              if fits(schema, sub, root))  # a part of its result fits
+                if parts:
+                    alts.append(self.call(level + 1, j, s, t, parts) or "")
+            alts = [a for a in alts if a]
         rule = self.b.rules.add("cv", " | ".join(dict.fromkeys(alts))) if alts else None
         self._values[key] = rule
         return rule

@@ -92,16 +92,28 @@ def named_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     tree plan must pass to some call under `cover`); none for a free-text goal."""
     if asks_for_text(goal):
         return []
-    known = {v for t in tools for v in _enum_values(t)}
-    return [v for v in named_values(goal, tools) if v in known]
+    return stated_enum_values(goal, tools)
+
+
+def stated_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
+    """The enum values of the tools' arguments that `goal` states verbatim, in goal order
+    (the `values` technique). Reads no words: a value counts where the goal writes it as a
+    whole token (one or two characters: in the same case)."""
+    values = dict.fromkeys(v for t in tools for v in _enum_values(t))
+    found = {v: _position(v, goal) for v in values}
+    return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
 
 
 _LISTED = re.compile(r"\s*(?:,|,?\s*(?:and|or|&))\s*", re.IGNORECASE)
+# A list written with marks only, in any script: "C, F", "C/F", "C & F", "C、F" (`values`).
+LISTED_BY_MARKS = re.compile(r"\s*[,&+/\u3001\uff0c]\s*")
 
 
-def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
-    """The group of each value (in goal order): consecutive values separated only by a
-    comma, "and" or "or" ("company B, D", "Tallinn and Quito") share a group."""
+def listed_groups(goal: str, values: Sequence[str], listed: re.Pattern[str] = _LISTED
+                  ) -> list[int]:
+    """The group of each value (in goal order): consecutive values separated only by
+    `listed` share a group; by default a comma, "and" or "or" ("company B, D", "Tallinn
+    and Quito"), with `LISTED_BY_MARKS` punctuation only."""
     groups: list[int] = []
     end = None
     for v in values:
@@ -110,7 +122,7 @@ def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
             raise ValueError(f"{v!r} is not named in the goal")
         if end is None:
             groups.append(0)
-        elif _LISTED.fullmatch(goal[end:at]):
+        elif listed.fullmatch(goal[end:at]):
             groups.append(groups[-1])  # listed with the value before it
         else:
             groups.append(groups[-1] + 1)

@@ -44,6 +44,10 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |
 |               |                    | call (grammar/covering.py)                                |
+| values        | tree               | the grammar admits only plans passing each enum value the |
+|               |                    | goal writes verbatim to a call; values listed with marks  |
+|               |                    | only ("C, F", "C、F") are combined in one call first      |
+|               |                    | (language-neutral `cover` + `together`)                   |
 | calls         | react, tools       | no answer until every function the goal names by its      |
 |               |                    | name's words ("club", "tutor") was called                 |
 |               |                    | (a self-map named twice, "X's tutor's tutor": twice)      |
@@ -124,6 +128,7 @@ class Techniques:
     decline: bool = False
     native: bool = False
     cover: bool = False
+    values: bool = False
     calls: bool = False
     together: bool = False
     check: bool = False
@@ -154,7 +159,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, decline=False, native=False, cover=False, calls=False, together=False, check=False,
+                          grounded=False, decline=False, native=False, cover=False, values=False, calls=False, together=False, check=False,
                           answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,

@@ -29,7 +29,12 @@ from localagent.planners.base import (
     generate_checked,
     replan_messages,
 )
-from localagent.planners.coverage import listed_groups, named_enum_values
+from localagent.planners.coverage import (
+    LISTED_BY_MARKS,
+    listed_groups,
+    named_enum_values,
+    stated_enum_values,
+)
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
@@ -89,8 +94,16 @@ class TreePlanner:
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.expression:
             return expression_plan(shown, depth=self.depth, bounds=BOUNDS)
-        cover = named_enum_values(goal, shown) if (t.cover or t.together) and goal else []
-        groups = listed_groups(goal, cover) if t.together else []
+        if (t.cover or t.together) and goal:
+            cover = named_enum_values(goal, shown)
+        elif t.values and goal:
+            cover = stated_enum_values(goal, shown)
+        else:
+            cover = []
+        if t.together:
+            groups = listed_groups(goal, cover)
+        else:
+            groups = listed_groups(goal, cover, LISTED_BY_MARKS) if t.values else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
