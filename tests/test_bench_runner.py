@@ -69,7 +69,7 @@ def test_plan_runs_every_combination_once(suite: Suite) -> None:
     assert [s.model for s in specs[:16]] == ["m1"] * 16  # model-major
     # the default variant is each planner's own: its key names what the run used
     assert {s.planner: s.techniques.label for s in specs} == {
-        "tree": "mentions", "react": "grounded"}
+        "tree": "mentions+values", "react": "grounded"}
     tools = plan_runs(suite, ["tools"], ["m1"], [True], ["auto"], 1)
     assert tools[0].key.endswith("|grounded+decline+native")
     sequential = plan_runs(suite, ["sequential"], ["m1"], [True], ["auto"], 1)

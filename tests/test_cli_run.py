@@ -172,7 +172,7 @@ def test_techniques_changes_apply_to_the_planners_default(scripted):
     result = runner.invoke(app, ["run", "C minus 100", "--json", "--examples",
                                  "--techniques", "+replan=2,-mentions"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["techniques"] == "replan=2"  # tree's default: mentions
+    assert json.loads(result.output)["techniques"] == "values+replan=2"  # tree: mentions+values
     result = runner.invoke(app, ["run", "C minus 100", "--planner", "tools",
                                  "--techniques", "-mentions"])
     assert result.exit_code == 2, result.output

@@ -44,6 +44,28 @@ def test_invoice_tree_nests_diff_over_two_totals(default_llm):
     assert result.answer == 21100
 
 
+# The invoice goal in four languages: only the companies and the list marks are shared.
+INVOICE_GOALS = (
+    BY_NAME["invoice"].goal,
+    "¿Cuánto es la diferencia entre el total de la empresa C, F y el total de la empresa A, E?",
+    "Wie groß ist der Unterschied zwischen der Summe von Firma C, F und der Summe von Firma A, E?",
+    "公司 C、F 的总额与公司 A、E 的总额之差是多少？",
+)
+
+
+@pytest.mark.parametrize("goal", INVOICE_GOALS, ids=["en", "es", "de", "zh"])
+def test_invoice_tree_default_nests_diff_over_two_totals_in_any_language(default_llm, goal):
+    """The language-neutral default (`values`: every company the goal writes is passed,
+    "C, F" and "A, E" combined first) nests Diff over two Totals in every language
+    (greedy; 5 seeds of the English goal: 5/5, without `values` 0/5)."""
+    scenario = BY_NAME["invoice"]
+    agent = Agent(default_llm, registry=scenario.registry(default_llm),
+                  settings=PlannerSettings(temperature=0.0, seed=0))
+    result = agent.run(goal, planner="tree")
+    assert scenario.judge(result) is None, result.to_dict()
+    assert result.answer == 21100
+
+
 def test_furina_react_two_tool_steps(default_llm):
     """With `cover`, `calls`, `head`, `nouns` and `result`: English-only opt-in techniques
     (`OPT_IN["react"]`); with the language-neutral defaults the rate is in
@@ -73,10 +95,9 @@ def test_poems_sequential_ends_uppercase(default_llm):
 def test_invoice_tree_with_filtering_among_200_distractors(default_llm, tmp_path):
     """Issue 6: the filter finds the invoice functions among 200 unrelated catalog tools
     (real MiniLM, real Chroma on disk) and the tree planner, offered only the kept
-    functions, still computes the invoice difference (seeds 0-2: 3/3). As the test without
-    distractors, with `together` and the other English-only opt-in techniques
-    (`OPT_IN["tree"]`): the language-neutral default (`mentions`) answers 24100, the
-    total of C and F alone; its rate is in docs/BENCHMARKS.md."""
+    functions, still computes the invoice difference (greedy). As the tests without
+    distractors, with the default techniques (`values` passes every company the goal
+    writes)."""
     import random
 
     from localagent.bench.tools import distractor_tool
@@ -93,8 +114,7 @@ def test_invoice_tree_with_filtering_among_200_distractors(default_llm, tmp_path
     assert len(registry.specs()) == 203
     agent = Agent(default_llm, registry=registry, index=ToolIndex(tmp_path / "index"),
                   filter=FilterOptions(max_relevant_functions=5),
-                  settings=PlannerSettings(temperature=0.0, seed=0,
-                                           techniques=Techniques.parse(OPT_IN["tree"])))
+                  settings=PlannerSettings(temperature=0.0, seed=0))
     result = agent.run(scenario.goal, planner="tree")
     assert len(result.tools) == 5
     assert {"DemoPlugin.GetInvoice", "DemoPlugin.Total"} <= set(result.tools), result.tools

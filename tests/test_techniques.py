@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Literal
 
 import pytest
 
@@ -34,6 +35,7 @@ from localagent.planners.techniques import (
     resolve,
 )
 from localagent.planners.tree import TreePlanner
+from localagent.tools.decorator import tool
 from localagent.tools.manual import render_manual
 from localagent.tools.registry import default_registry
 from localagent.tools.spec import ToolSpec
@@ -90,13 +92,13 @@ def test_relative_spec_changes_each_planners_own_default() -> None:
     more = parse_spec("+grounded,+similar,+vote=3")
     assert resolve(more, "tools") == replace(default_techniques("tools"), similar=True,
                                              vote=3)
-    assert resolve(more, "tree").label == "similar+mentions+grounded+vote=3"
+    assert resolve(more, "tree").label == "similar+mentions+grounded+values+vote=3"
     # the absolute forms are unchanged; None is each planner's default
     assert resolve(parse_spec("grounded+decline"), "tree").label == "grounded+decline"
     assert resolve(parse_spec("default"), "react") == default_techniques("react")
     # settings, the agent and the benchmark resolve changes per planner
     settings = PlannerSettings(techniques=changes)
-    assert settings.for_planner("tree")[1].label == "replan=2"
+    assert settings.for_planner("tree")[1].label == "values+replan=2"
     assert [v.label if v else "default" for v in parse_variants(
         "default;+replan=2,-mentions;-mentions +replan=2;plain")] == [
         "default", "+replan=2,-mentions", "plain"]
@@ -106,7 +108,7 @@ def test_relative_spec_changes_each_planners_own_default() -> None:
     ("+nope", "tree", "unknown technique 'nope' in '\\+nope'; choose from reasoning, "),
     ("-once,+similar", "tree", "unknown technique 'once'"),
     ("-decline", "tree", (r"cannot remove technique decline: it is not on in the tree "
-                          r"planner's default \(mentions\)")),
+                          r"planner's default \(mentions\+values\)")),
     ("-mentions", "tools", (r"cannot remove technique mentions: it is not on in the tools "
                             r"planner's default \(grounded\+decline\+native\)")),
     ("-vote", "tree", "cannot remove technique vote"),
@@ -147,7 +149,7 @@ def test_benchmark_resolves_changes_per_planner(tmp_path) -> None:
     specs = plan_runs(load_suite(path), ["tree", "tools"], ["m"], [True], ["none"], 1,
                       parse_variants("+replan=2"))
     assert {s.planner: s.techniques.label for s in specs} == {
-        "tree": "mentions+replan=2", "tools": "grounded+decline+native+replan=2"}
+        "tree": "mentions+values+replan=2", "tools": "grounded+decline+native+replan=2"}
 
 
 # --- backward references in step-list plans -------------------------------------------
@@ -272,11 +274,12 @@ def test_each_planner_has_its_measured_default(registry) -> None:
     assert not explicit.techniques.grounded
     assert ReactPlanner(ScriptedLLM([]), tools).techniques == Techniques(
         mentions=False, backrefs=False, grounded=True)
-    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(backrefs=False)
+    assert TreePlanner(ScriptedLLM([]), tools).techniques == Techniques(backrefs=False,
+                                                                        values=True)
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
         typed=True, distinct=True)
     assert {p: default_techniques(p).label for p in ("tools", "react", "tree", "sequential")} \
-        == {"tools": "grounded+decline+native", "react": "grounded", "tree": "mentions",
+        == {"tools": "grounded+decline+native", "react": "grounded", "tree": "mentions+values",
             "sequential": "mentions+distinct+typed+backrefs"}
 
 
@@ -994,3 +997,45 @@ def test_values_tree_planner_admits_only_the_grouped_covering_plans(registry) ->
     plain = TreePlanner(ScriptedLLM([]), demo(registry), PlannerSettings(
         techniques=Techniques.parse("mentions")))
     assert matches(plain.constraint(plain.tools_for(INVOICE_GOAL), INVOICE_GOAL), anchored)
+
+
+class Shop:
+    """A price lookup whose second item fails: an execution error, not a parse error."""
+
+    @tool(name="Price")
+    def price(self, item: Literal["pear", "fig"]) -> float:
+        """The price of an item."""
+        if item == "fig":
+            raise LookupError("no figs today")
+        return 2.5
+
+
+def test_a_failed_values_plan_is_followed_by_one_plan_without_values() -> None:
+    """Stated values may be alternatives ("pear; otherwise fig") that no plan needs all
+    of; when the plan made under `values` fails to execute, one more plan comes from the
+    plain grammar (same prompt), and only then."""
+    from localagent.tools.registry import ToolRegistry
+
+    shop = ToolRegistry()
+    shop.add_plugin(Shop())
+    goal = "The price of pear; otherwise of fig"
+    bad = compact(call("Shop.Price", item="fig"))
+    good = compact(call("Shop.Price", item="pear"))
+    runs = {}
+    for spec in ("mentions+values", "mentions"):
+        llm = ScriptedLLM([bad, good])
+        planner = TreePlanner(llm, shop.specs(),
+                              PlannerSettings(techniques=Techniques.parse(spec)))
+        runs[spec] = (plan_and_execute(planner, goal, lambda: Executor(shop), GenerationLog()),
+                      llm)
+    run, llm = runs["mentions+values"]
+    assert [a.ok for a in run.attempts] == [False, True]
+    assert run.chosen is not None and run.chosen.result.value == 2.5
+    first, second = llm.requests
+    assert first.prompt == second.prompt  # the same prompt: cached
+    relaxed = TreePlanner(llm, shop.specs(), PlannerSettings(
+        techniques=Techniques.parse("mentions+values"))).relaxed()
+    assert relaxed is not None and relaxed.techniques == Techniques.parse("mentions")
+    run, llm = runs["mentions"]  # without values the failure is the outcome
+    assert [a.ok for a in run.attempts] == [False] and run.chosen is None
+    assert len(llm.requests) == 1

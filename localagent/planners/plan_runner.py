@@ -6,6 +6,9 @@ and the executor, the same for both kinds of plan:
 - `replan=N`: when execution fails (a tool raised, a reference had no value, the plan was
   rejected by the executor's checks), the failing plan and the error go back to the
   planner, at most N times (LLMCompiler's joiner).
+- relaxing: a tree plan made under `values` (every enum value the goal writes is passed)
+  that fails to execute, re-planning included, is followed by one plan without it
+  (`TreePlanner.relaxed`): goal values may be alternatives no single plan passes all of.
 - `vote=K`: the greedy plan plus K-1 plans sampled at temperature 0.7 with other seeds;
   identical plans execute once; the answer is the value most plans agree on (ties go to
   the earlier plan, so the greedy plan wins a tie).
@@ -157,10 +160,15 @@ def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor]
            log: GenerationLog, settings: PlannerSettings, sample: int, run: PlanRun,
            on_event: OnEvent | None, first: Any = None) -> None:
     """One sample: plan (unless `first` is its plan already), execute, and re-plan with the
-    error up to `replan` times."""
+    error up to `replan` times; when every plan failed and the planner has a `relaxed` form
+    (the tree planner without `values`), one more plan from that."""
     planned = first if first is not None else planner.plan(goal, log, settings=settings)
-    for replan in range(planner.techniques.replan + 1):
-        if replan:
+    relaxed = getattr(planner, "relaxed", lambda: None)()
+    rounds = planner.techniques.replan + 1
+    for replan in range(rounds + (relaxed is not None)):
+        if replan == rounds:
+            planned = relaxed.plan(goal, log, settings=settings)
+        elif replan:
             planned = planner.plan(goal, log, failed=planned, error=run.attempts[-1].error or "",
                                    settings=settings)
         key = planned.plan.to_json(indent=None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from localagent.constraint import Constraint
 from localagent.errors import DeclinedError
@@ -68,6 +68,16 @@ class TreePlanner:
         self.llm, self.tools = llm, list(tools)
         self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
         self.depth = depth
+
+    def relaxed(self) -> TreePlanner | None:
+        """This planner without `values` (None when it is off): its plan for a goal whose
+        stated values are alternatives ("convert to EUR; otherwise to GBP") must force in
+        values no branch-free plan needs. `plan_runner` plans with it once when the plan
+        made under `values` failed to execute; the prompt is the same, so it is cached."""
+        if not self.techniques.values:
+            return None
+        settings = replace(self.settings, techniques=replace(self.techniques, values=False))
+        return TreePlanner(self.llm, self.tools, settings, depth=self.depth)
 
     @property
     def reasoning(self) -> bool:
