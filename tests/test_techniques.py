@@ -1039,3 +1039,30 @@ def test_a_failed_values_plan_is_followed_by_one_plan_without_values() -> None:
     run, llm = runs["mentions"]  # without values the failure is the outcome
     assert [a.ok for a in run.attempts] == [False] and run.chosen is None
     assert len(llm.requests) == 1
+
+
+def test_values_tool_calling_passes_every_stated_company_before_answering(registry) -> None:
+    """`values` in a loop: the enum values the goal writes (any language) must each reach
+    a call before the loop may answer; no proper names, no free-text exemption."""
+    from localagent.planners.tool_calling import ToolCallingPlanner
+
+    def tc(name: str, **args: object) -> str:
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+    goal = "Wie hoch ist die Summe der Rechnungen von Firma C und Firma F?"
+    llm = ScriptedLLM([tc("DemoPlugin.GetInvoice", company="C"),
+                       tc("DemoPlugin.GetInvoice", company="F"), "24100"])
+    planner = ToolCallingPlanner(llm, demo(registry), PlannerSettings(
+        techniques=Techniques.parse("values")))
+    out = planner.run(goal, Executor(registry), max_iterations=4)
+    assert out.answer == "24100"
+    second, third = llm.requests[1].constraint, llm.requests[2].constraint
+    assert not matches(second, "20000")  # F not passed yet: no answer
+    assert matches(second, tc("DemoPlugin.GetInvoice", company="F"))
+    assert matches(third, "24100")
+    # the English-only `cover` exempts a goal asking for text; `values` reads no words
+    from localagent.planners.coverage import Coverage
+
+    note = "Write a note on the invoices of company C and company F"
+    assert Coverage.of(note, demo(registry), True).named == []
+    assert Coverage.of(note, demo(registry), False, values=True).named == ["C", "F"]

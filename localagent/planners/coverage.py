@@ -200,7 +200,7 @@ class Coverage:
     @classmethod
     def of(cls, goal: str, tools: Sequence[ToolSpec], on: bool,
            calls: bool = False, head: bool = False, nouns: bool = False,
-           result: bool = False) -> Coverage:
+           result: bool = False, values: bool = False) -> Coverage:
         """Empty (nothing to cover) when `cover`, `calls`, `head` and `nouns` are off or
         the goal asks for free text. `head`: a function the question's head names
         (head.py: subtract for "more ... than") must be called before the answer;
@@ -208,10 +208,15 @@ class Coverage:
         functions are offered last, once nothing else is pending: the operation comes
         after the lookups it combines. `result`: the head's function must be the latest
         call (a lookup made after the subtraction asks for the subtraction again), and
-        then the loop is `finished`."""
+        then the loop is `finished`. `values` (language-neutral, alone): the enum values
+        the goal writes verbatim must be passed to some call (`stated_enum_values`: no
+        proper names, no free-text exemption, which read English)."""
+        if not (on or calls or head or nouns or result):
+            return cls(stated_enum_values(goal, tools) if values else [])
         if asks_for_text(goal):
             return cls([])
-        return cls(named_values(goal, tools) if on else [],
+        return cls(named_values(goal, tools) if on else
+                   stated_enum_values(goal, tools) if values else [],
                    named_functions(goal, tools) if calls else [],
                    needs=needed_functions(goal, tools) if nouns else [],
                    last=(head_roots(goal, tools) or []) if head else [], fresh=result)

@@ -160,7 +160,7 @@ class ReactPlanner:
         grounded = self.techniques.grounded
         t = self.techniques
         coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
-                               result=t.result)
+                               result=t.result, values=t.values)
         observed: list[Any] = []
         trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (step, function, args, value)
         for i in range(1, max_iterations + 1):

@@ -169,7 +169,7 @@ class ToolCallingPlanner:
         grounded = self.techniques.grounded
         t = self.techniques
         coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
-                               result=t.result)
+                               result=t.result, values=t.values)
         check = ConditionCheck.of(goal, self.tools, self.techniques.check)
         observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
         trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (turn, function, args, value)
