@@ -18,8 +18,9 @@ call may carry a `"field"` (a part of its result, grammar/fields.py) wherever th
 tree grammar admits one.
 
 `groups` (`values`: values listed with marks only, "X, Y" or "X、Y"; `together`, English:
-also "X and Y"): values the goal lists together form one constituent, as in the sentence. A call whose new values (those first used
-inside it: `t & ~s`) lie in more than one group must hold each of those groups whole. So
+also "X and Y"): values the goal lists together form one constituent, as in the sentence.
+A call whose new values (those first used inside it: `t & ~s`) lie in more than one
+group must hold each of those groups whole. So
 for "the difference between the total of X, Y and the total of Z, W",
 `Diff(Total(X, Y), Total(Z, W))` is admitted and `Diff(Get(X), Total(Get(Y), Total(Z, W)))`
 is not (its outer Total takes Y from the pair X, Y together with Z and W). A value listed
