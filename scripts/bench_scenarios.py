@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default: the physical cores)")
     args = parser.parse_args()
+    techniques = parse_spec(args.techniques)  # a bad spec fails before the model loads
     llm = load_llm(n_threads=args.threads)
     print(f"model {llm.info.name}, {args.seeds} seed(s); usage columns are seed 0's")
     header = (f"{'scenario':9} {'planner':10} {'calls':>5} {'evaluated':>9} {'reused':>7} "
@@ -95,7 +96,7 @@ def main() -> None:
                 continue
             print(f"{scenario.name} / {planner}", flush=True)
             table.append(bench_one(llm, scenario, planner, args.seeds, args.temperature,
-                                   parse_spec(args.techniques)))
+                                   techniques))
             print("  " + table[-1], flush=True)
     print("\n" + header)
     print("\n".join(table))

@@ -20,6 +20,14 @@ from localagent.tools.registry import ToolRegistry
 
 INVOICE = ("How much is the difference between the total of company C, F and the total of "
            "company A, E ?")
+# The invoice goal in Spanish, German and Chinese: only the companies and the list marks
+# are shared with the English one.
+INVOICE_TRANSLATED = (
+    "¿Cuánto es la diferencia entre el total de la empresa C, F y el total de la empresa A, E?",
+    ("Wie groß ist der Unterschied zwischen der Summe von Firma C, F und der Summe von "
+     "Firma A, E?"),
+    "公司 C、F 的总额与公司 A、E 的总额之差是多少？",
+)
 FURINA = "What's the person Furina's age raised to the 0.43 power?"
 BET = ("I bet my friend 100 EUR that it would rain in Athens today. If I won, how many USD "
        "is that?")

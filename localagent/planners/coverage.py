@@ -83,8 +83,7 @@ def named_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     if any(_free_text(t) for t in tools):
         lowered = {v.lower() for v in values}
         values.update(dict.fromkeys(n for n in proper_names(goal) if n.lower() not in lowered))
-    found = {v: _position(v, goal) for v in values}
-    return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
+    return _in_goal_order(values, goal)
 
 
 def named_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
@@ -99,7 +98,11 @@ def stated_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The enum values of the tools' arguments that `goal` states verbatim, in goal order
     (the `values` technique). Reads no words: a value counts where the goal writes it as a
     whole token (one or two characters: in the same case)."""
-    values = dict.fromkeys(v for t in tools for v in _enum_values(t))
+    return _in_goal_order(dict.fromkeys(v for t in tools for v in _enum_values(t)), goal)
+
+
+def _in_goal_order(values: Iterable[str], goal: str) -> list[str]:
+    """The `values` the goal names (`_position`), in the order it names them."""
     found = {v: _position(v, goal) for v in values}
     return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
 

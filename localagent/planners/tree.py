@@ -104,16 +104,10 @@ class TreePlanner:
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.expression:
             return expression_plan(shown, depth=self.depth, bounds=BOUNDS)
-        if (t.cover or t.together) and goal:
-            cover = named_enum_values(goal, shown)
-        elif t.values and goal:
-            cover = stated_enum_values(goal, shown)
-        else:
-            cover = []
-        if t.together:
-            groups = listed_groups(goal, cover)
-        else:
-            groups = listed_groups(goal, cover, LISTED_BY_MARKS) if t.values else []
+        cover = (named_enum_values(goal, shown) if (t.cover or t.together) and goal else
+                 stated_enum_values(goal, shown) if t.values and goal else [])
+        groups = (listed_groups(goal, cover) if t.together else
+                  listed_groups(goal, cover, LISTED_BY_MARKS) if t.values else [])
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
