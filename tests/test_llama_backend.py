@@ -260,3 +260,21 @@ def test_call_probability_tells_a_tool_question_from_one_no_tool_answers(default
     assert p("What's the weather in Paris?") > DECLINE_BELOW
     assert p("¿Qué tiempo hace en Madrid?") > DECLINE_BELOW
     assert p("Who wrote Hamlet?") < DECLINE_BELOW
+
+
+def test_aside_calls_leave_the_kv_cache_as_they_found_it(default_llm) -> None:
+    """A side call (the filter's translation) between two planner calls: the planner's
+    prompt is still cached after it, and a second side call reuses the first one's prefix."""
+    default_llm.reset_cache()
+    main = default_llm.complete(CODE_PROMPT, max_tokens=4)
+    side_prompt = "Translate into English: Wie viele Stühle passen in den Saal?\n"
+    with default_llm.aside():
+        side = default_llm.complete(side_prompt, max_tokens=4)
+    assert side.usage.prompt_tokens_evaluated == side.usage.prompt_tokens  # its own state
+    again = default_llm.complete(CODE_PROMPT, max_tokens=4)
+    assert again.usage.prompt_tokens_evaluated == 1  # only the logits refreshed
+    assert again.text == main.text
+    with default_llm.aside():
+        side2 = default_llm.complete(side_prompt + "Und Tische?\n", max_tokens=4)
+    assert side2.usage.prompt_tokens_reused >= side.usage.prompt_tokens - 1
+    assert default_llm.complete(CODE_PROMPT, max_tokens=4).usage.prompt_tokens_evaluated == 1

@@ -8,8 +8,9 @@ KV-cache prefix reuse work the same way for both.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -159,6 +160,14 @@ class LLM(ABC):
             constraint=constraint,
             give_up=give_up,
         )
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Calls made inside leave the reusable state (a backend's KV cache) as they found
+        it. Why: a short side call (the filter's query translation) between two planner
+        calls would otherwise evict the planner's cached prompt prefix. Backends without
+        such state need nothing (this default)."""
+        yield
 
     def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
         """The distribution of the first token after `prompt` (unconstrained). Why: a

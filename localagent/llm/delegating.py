@@ -6,7 +6,8 @@ backend-specific attribute (`reset_cache`, `llama`...) pass through unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from localagent.llm.base import LLM, Completion, Message, NextTokens
@@ -28,6 +29,11 @@ class DelegatingLLM(LLM):
 
     def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
         return self.inner.next_tokens(prompt, top_k=top_k)
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        with self.inner.aside():
+            yield
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -19,9 +19,11 @@ generation exactly as without it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +96,7 @@ class LlamaCppLLM(LLM):
         self._prompt_cache: PromptCache | None = None
         self._cache_ready = False
         self._skip_disk = False
+        self._aside_state: _KVState | None = None
         if fast_forward is None:
             from localagent.config import load_settings
 
@@ -209,6 +212,22 @@ class LlamaCppLLM(LLM):
             processor.check_in_force(n_completion)
         usage = _usage(len(tokens), loaded, evaluated, seconds, n_completion)
         return Completion(text=text, usage=usage, finish_reason=finish, prompt=prompt)
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """Calls inside run on a KV state of their own: the cached tokens are copied out
+        first (llama.cpp's sequence state, about 12 KiB a token: milliseconds) and put back
+        after, so the next planner call reuses its prefix as if nothing ran between. The
+        side calls' own state is kept for the next `aside`, so consecutive side calls with
+        one prompt prefix (the translation's few-shot prompt) evaluate only what differs."""
+        with self._lock:
+            main = _kv_state(self._llama)
+            _kv_put(self._llama, self._aside_state)
+            try:
+                yield
+            finally:
+                self._aside_state = _kv_state(self._llama)
+                _kv_put(self._llama, main)
 
     def next_tokens(self, prompt: str, *, top_k: int = 64) -> NextTokens:
         """The `top_k` likeliest first tokens after `prompt` with their softmax
@@ -390,6 +409,30 @@ def _kv_restore(llama: llama_cpp.Llama, payload: bytes, tokens: Sequence[int]) -
     llama.n_tokens = len(tokens)
     llama._requires_eval = True  # logits were not restored: decode before sampling
     return True
+
+
+@dataclass(frozen=True)
+class _KVState:
+    """The tokens in the KV cache and llama.cpp's state for them (`_kv_snapshot`)."""
+
+    tokens: tuple[int, ...]
+    payload: bytes
+
+
+def _kv_state(llama: llama_cpp.Llama) -> _KVState | None:
+    """What the KV cache holds now (None: nothing)."""
+    if llama.n_tokens == 0:
+        return None
+    tokens = tuple(int(t) for t in llama.input_ids[: llama.n_tokens])
+    return _KVState(tokens, _kv_snapshot(llama))
+
+
+def _kv_put(llama: llama_cpp.Llama, state: _KVState | None) -> None:
+    """Make the KV cache hold `state` (None: nothing); a state llama.cpp rejects leaves it
+    empty, which costs only a re-evaluation."""
+    if state is None or not _kv_restore(llama, state.payload, state.tokens):
+        llama.reset()
+        llama._ctx.kv_cache_seq_rm(0, 0, -1)
 
 
 def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:
