@@ -34,6 +34,7 @@ from localagent.side_effects import Approve, SideEffectLedger
 
 if TYPE_CHECKING:
     from localagent.retrieval import FilterOptions, ToolIndex
+    from localagent.retrieval.translation import QueryTranslator
     from localagent.tools.registry import ToolRegistry
     from localagent.tools.spec import ToolSpec
 
@@ -116,6 +117,7 @@ class Agent:
 
         self._model_source = model
         self._llm: MeteredLLM | None = None
+        self._translator: QueryTranslator | None = None
         self.filter, self.index = filter, index
         base = settings or PlannerSettings()
         if techniques is not None:
@@ -161,8 +163,17 @@ class Agent:
         return self._llm
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions the planner will see for `goal` (after the filter)."""
-        return select_specs(goal, self.registry, self.filter, self.index)
+        """The functions the planner will see for `goal` (after the filter; the filter also
+        searches with the model's English translation of the goal unless
+        `filter.translate` is off, `retrieval/translation.py`)."""
+        return select_specs(goal, self.registry, self.filter, self.index, self._translate)
+
+    def _translate(self, goal: str) -> str:
+        if self._translator is None:
+            from localagent.retrieval.translation import QueryTranslator
+
+            self._translator = QueryTranslator(self.llm)
+        return self._translator(goal)
 
     def plan(self, goal: str, planner: str = "tree") -> TreePlan | SequentialPlan:
         """A checked plan for `goal` (tree or sequential), not executed."""
@@ -171,13 +182,18 @@ class Agent:
         return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
 
     def _planner(self, planner: str, specs: list[ToolSpec]) -> Any:
+        """The plan planner, shown the filter's English translation of the goal if one
+        was made (`PlannerSettings.english`)."""
+        settings = self.settings
+        if self._translator is not None:
+            settings = replace(settings, english=self._translator.known)
         if planner == "tree":
             from localagent.planners.tree import TreePlanner
 
-            return TreePlanner(self.llm, specs, self.settings)
+            return TreePlanner(self.llm, specs, settings)
         from localagent.planners.sequential import SequentialPlanner
 
-        return SequentialPlanner(self.llm, specs, self.settings)
+        return SequentialPlanner(self.llm, specs, settings)
 
     def _make_plan(self, goal: str, planner: str, specs: list[ToolSpec],
                    log: GenerationLog) -> TreePlan | SequentialPlan:

@@ -236,6 +236,15 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: False,
     ),
     SettingDef(
+        "translate_goals",
+        "LOCALAGENT_TRANSLATE_GOALS",
+        "when the filter ranks functions, also search with the goal in English, written by "
+        "the model: the bundled embedding model reads English only (one short generation "
+        "per goal; localagent/retrieval/translation.py)",
+        _bool,
+        lambda _: True,
+    ),
+    SettingDef(
         "techniques",
         "LOCALAGENT_TECHNIQUES",
         "planning techniques: default, plain, switches such as reasoning+replan=2, or "

@@ -1,6 +1,6 @@
 """Offer recall of the tool filter on the suites, by language, without any LLM (issue 20).
 
-Usage: python scripts/bench_offer.py [--suites GLOB]
+Usage: python scripts/bench_offer.py [--suites GLOB] [--translate] [--changed FILE]
 
 For every suite task that has a reference plan (`solution`) and that `bench_planners.py`
 filters in its `auto` mode, the filter picks the offered functions for the goal (real
@@ -10,6 +10,11 @@ solving it. Columns: the English split the filter had before (clauses also cut a
 and/then/between/after/before/also), punctuation alone, and the default now (`goal_queries`
 and the best function of each half of a long clause, `clause_halves`: no words read); then
 how many tasks each offers differently from the first column, in functions or order.
+
+`--translate` adds a column: the default also searching with the goal in English, written
+by the default model (`localagent/retrieval/translation.py`, greedy: the same translation
+a run makes); `--changed FILE` then writes the tasks whose offer it changes, comma-separated
+as `bench_planners.py --tasks` reads them (only those need a planner A/B).
 """
 
 from __future__ import annotations
@@ -69,10 +74,25 @@ def functions_of(plan: Any, out: set[str]) -> set[str]:
     return out
 
 
+TRANSLATED = "default + translation"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suites", default="benchmarks/suites/*.yaml")
+    parser.add_argument("--translate", action="store_true",
+                        help="add the column with the model's English translation of the goal")
+    parser.add_argument("--changed", type=Path, default=None,
+                        help="with --translate: write the tasks whose offer it changes here")
     args = parser.parse_args()
+    translator = None
+    if args.translate:
+        from localagent.llm import load_llm
+        from localagent.retrieval.translation import QueryTranslator
+
+        translator = QueryTranslator(load_llm(None))
+        VARIANTS[TRANSLATED] = VARIANTS["punctuation + halves (default)"]
+    translated_changes: list[str] = []
     index = ToolIndex(Path(tempfile.mkdtemp()) / "index")
     offered = {name: Counter() for name in VARIANTS}
     total: Counter = Counter()
@@ -93,7 +113,11 @@ def main() -> None:
             for name, (queries, halves) in VARIANTS.items():
                 # filter_tools reads the module's functions
                 retrieval_filter.goal_queries, retrieval_filter.clause_halves = queries, halves
-                kept = [s.qualified_name for s in select_specs(task.goal, registry, options, index)]
+                translate = translator if name == TRANSLATED else None
+                kept = [s.qualified_name for s in select_specs(task.goal, registry, options, index,
+                                                               translate)]
+                if translate is not None and kept != offers[-1]:
+                    translated_changes.append(task.id)
                 offered[name][key] += needed <= set(kept)
                 offers.append(kept)
                 changed[name] += kept != offers[0]
@@ -115,6 +139,11 @@ def main() -> None:
     print(f"| offered unlike {first} | | | "
           + " | ".join(str(changed[n]) for n in VARIANTS) + " | |")
     print(f"tasks {list(VARIANTS)[-1]} offers unlike {first}: " + (" ".join(differing) or "none"))
+    if translator is not None:
+        print(f"{len(translated_changes)} tasks offered otherwise with the translation: "
+              + " ".join(translated_changes))
+        if args.changed is not None:
+            args.changed.write_text(",".join(translated_changes))
 
 
 if __name__ == "__main__":

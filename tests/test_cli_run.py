@@ -24,11 +24,37 @@ runner = CliRunner()
 @pytest.fixture
 def scripted(monkeypatch):
     """A scripted model; every function offered (the scripted plans name them freely;
-    the tests that plan with DemoPlugin pass --examples)."""
+    the tests that plan with DemoPlugin pass --examples). The filter's goal translation is
+    off, so that every scripted output is a plan (on: `test_run_asks_for_the_translation_
+    first_when_the_filter_ranks`)."""
     llm = ScriptedLLM()
     monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
     monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
+    monkeypatch.setenv("LOCALAGENT_TRANSLATE_GOALS", "0")
     return llm
+
+
+def test_run_asks_for_the_translation_first_when_the_filter_ranks(scripted, monkeypatch):
+    """Setting `translate_goals` (on by default): a filtered run first asks the model for the
+    goal in English, searches with it too and shows it under the goal in the plan prompt.
+    Off, or with nothing to rank, the model is asked only for the plan."""
+    monkeypatch.setenv("LOCALAGENT_TRANSLATE_GOALS", "1")
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "4")
+    goal = "Wie hoch ist die Rechnung der Firma D?"
+    scripted.enqueue("What is the invoice amount of company D?",
+                     json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
+    result = runner.invoke(app, ["run", goal, "--json", "--techniques", "plain", "--examples"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["answer"] == 6700
+    first, plan = scripted.requests
+    assert first.prompt.rstrip().endswith(f"{goal}<|im_end|>\n<|im_start|>assistant")
+    assert f"Goal: {goal}\nIn English: What is the invoice amount of company D?\nPlan:" \
+        in plan.prompt
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")  # every function: nothing to rank
+    scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
+    result = runner.invoke(app, ["run", goal, "--json", "--techniques", "plain", "--examples"])
+    assert result.exit_code == 0, result.output
+    assert len(scripted.requests) == 3
 
 
 def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch):

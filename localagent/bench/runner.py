@@ -31,8 +31,20 @@ if TYPE_CHECKING:
 FILTER_MODES_HELP = (
     "none (every tool), auto (filter the tasks with many tools, the "
     "default), on (filter every task), max:N, threshold:T; /whole after one offers "
-    "whole plugins that fit (FilterOptions.whole_plugins: auto/whole)"
+    "whole plugins that fit (FilterOptions.whole_plugins: auto/whole), /untranslated "
+    "searches with the goal alone (FilterOptions.translate off)"
 )
+SUFFIXES = ("/whole", "/untranslated")
+
+
+def _split_mode(mode: str) -> tuple[str, set[str]]:
+    """A filter mode without its suffixes, and the suffixes."""
+    found: set[str] = set()
+    while mode.endswith(SUFFIXES):
+        suffix = next(x for x in SUFFIXES if mode.endswith(x))
+        found.add(suffix)
+        mode = mode.removesuffix(suffix)
+    return mode, found
 
 
 @dataclass(frozen=True)
@@ -61,7 +73,7 @@ class RunSpec:
 def parse_filter_modes(text: str) -> list[str]:
     modes = [m.strip() for m in text.split(",") if m.strip()]
     for mode in modes:
-        mode = mode.removesuffix("/whole")
+        mode = _split_mode(mode)[0]
         name, _, value = mode.partition(":")
         try:
             ok = (
@@ -80,8 +92,10 @@ def parse_filter_modes(text: str) -> list[str]:
 
 def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
     """The label (part of the key) and the filter options for `task` under `mode`; a mode
-    ending in `/whole` offers whole plugins that fit (`FilterOptions.whole_plugins`)."""
-    mode, whole = mode.removesuffix("/whole"), mode.endswith("/whole")
+    ending in `/whole` offers whole plugins that fit (`FilterOptions.whole_plugins`); one
+    ending in `/untranslated` searches with the goal alone (`FilterOptions.translate`)."""
+    mode, suffixes = _split_mode(mode)
+    whole, untranslated = "/whole" in suffixes, "/untranslated" in suffixes
     name, _, value = mode.partition(":")
     max_tools, threshold, include = None, None, ()
     if name == "max":
@@ -104,11 +118,13 @@ def filter_for(task: Task, mode: str) -> tuple[str, FilterOptions | None]:
             f"t{threshold:g}" if threshold is not None else "",
             f"inc{len(include)}" if include else "",
             "whole" if whole else "",
+            "untranslated" if untranslated else "",
         )
         if p
     )
     return label, FilterOptions(relevancy_threshold=threshold, max_relevant_functions=max_tools,
-                                included_functions=tuple(include), whole_plugins=whole)
+                                included_functions=tuple(include), whole_plugins=whole,
+                                translate=not untranslated)
 
 
 def plan_runs(

@@ -73,7 +73,8 @@ def _filter(threshold: float | None, max_tools: int | None, include: list[str] |
                          included_functions=tuple(include or ()),
                          excluded_functions=tuple(exclude or ()),
                          excluded_plugins=tuple(exclude_plugin or ()),
-                         whole_plugins=bool(settings.value("whole_plugins")))
+                         whole_plugins=bool(settings.value("whole_plugins")),
+                         translate=bool(settings.value("translate_goals")))
 
 
 def _settings(**flags: Any) -> Any:

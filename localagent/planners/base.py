@@ -41,7 +41,10 @@ class PlannerSettings:
     """How a planner generates. `constrain=False` generates with `constraint=None` and
     parses leniently (to measure what the grammar adds); `techniques`: see techniques.py,
     None for each planner's own measured default, `TechniqueChanges` for changes to it
-    (`for_planner` resolves both)."""
+    (`for_planner` resolves both). `english(goal)`: the goal in English where the filter
+    had the model translate it (`retrieval/translation.py`), else "": the plan planners
+    show it under the goal when it differs from it; the plan is still checked against the
+    goal as written."""
 
     constrain: bool = True
     retries: int = 2  # extra attempts after the first bad output
@@ -49,6 +52,7 @@ class PlannerSettings:
     temperature: float = 0.0
     seed: int = 0
     techniques: Techniques | TechniqueChanges | None = None
+    english: Callable[[str], str] | None = field(default=None, compare=False)
 
     def for_planner(self, planner: str) -> tuple[PlannerSettings, Techniques]:
         """These settings with the techniques resolved for `planner`, and the techniques;
@@ -153,11 +157,14 @@ def select_specs(
     registry: ToolRegistry,
     options: FilterOptions | None = None,
     index: ToolIndex | None = None,
+    translate: Callable[[str], str] | None = None,
 ) -> list[ToolSpec]:
     """The functions a planner may use for `goal`: all, or those the filter keeps.
 
     Exclusions apply without an index; semantic filtering (a threshold or a count) needs
     the embedding index, opened lazily in the default location when none is given.
+    `translate(goal)`: the goal in English, searched too when `options.translate` and the
+    filter really ranks (`retrieval/translation.py`); never called otherwise.
     """
     specs = registry.specs()
     if options is None:
@@ -172,7 +179,7 @@ def select_specs(
         from localagent.retrieval import ToolIndex
 
         index = ToolIndex()
-    scored = filter_tools(goal, specs, options, index)
+    scored = filter_tools(goal, specs, options, index, translate)
     if not scored:
         raise PlanningError("the tool filter kept no function for this goal",
                             hint="lower --threshold or raise --max-tools")

@@ -41,13 +41,18 @@ def _plan_text(plan: Any) -> str:
     return plan if isinstance(plan, str) else _dump(plan)
 
 
-def _task(goal: str, tools: Sequence[ToolSpec], compact: bool) -> str:
+def _task(goal: str, tools: Sequence[ToolSpec], compact: bool, english: str = "") -> str:
     """The real task after the examples. `compact` (a technique): written exactly as an
     example is (one signature line), so the model continues a pattern it has just seen
-    three times; else the full manual, one block per function."""
+    three times; else the full manual, one block per function. `english`: the goal in
+    English (the filter's translation), shown under the goal when it differs from it: the
+    small model plans English goals better (docs/BENCHMARKS.md)."""
+    line = f"\nIn English: {english.strip()}" if english.strip() not in ("", goal.strip()) else ""
     if compact:
-        return f"Now the real task.\n\nFunctions: {_signatures(tools)}\nGoal: {goal}\nPlan:"
-    return f"Now the real task. Functions:\n{render_manual(tools)}\n\nGoal: {goal}\nPlan:"
+        return (f"Now the real task.\n\nFunctions: {_signatures(tools)}\nGoal: {goal}{line}"
+                "\nPlan:")
+    return (f"Now the real task. Functions:\n{render_manual(tools)}\n\nGoal: {goal}{line}"
+            "\nPlan:")
 
 
 TREE_SYSTEM = (
@@ -123,10 +128,11 @@ TREE_REASONING = (" First list the steps in \"reasoning\", one function call per
 
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
                 reasoning: bool = True, compact: bool = False,
-                decline: bool = False, expression: bool = False) -> list[dict[str, str]]:
+                decline: bool = False, expression: bool = False,
+                english: str = "") -> list[dict[str, str]]:
     """Chat messages for the tree planner: examples over other functions, the manual, the goal.
     `expression`: every plan written as a call expression (`plan_expression.py`), no
-    reasoning field.
+    reasoning field. `english`: the goal in English (`_task`).
 
     Order: what changes least comes first, so consecutive goals share the longest prompt
     prefix (and the KV cache): fixed examples, then the functions (the same for every goal
@@ -143,7 +149,7 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
               + (TREE_REASONING if reasoning else ""))
     shots = _shots(examples, write) + (
         _field_shots(True, reasoning, expression) if fields else "")
-    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
+    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact, english)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -162,9 +168,10 @@ SEQUENTIAL_REASONING = " First list the steps in \"reasoning\", then write the s
 
 def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan],
                       *, reasoning: bool = True, compact: bool = False,
-                      decline: bool = False) -> list[dict[str, str]]:
+                      decline: bool = False, english: str = "") -> list[dict[str, str]]:
     """Chat messages for the sequential planner (Semantic Kernel BasicPlanner's idea, with
-    ReWOO-style `$k` references so that one step can combine two earlier results)."""
+    ReWOO-style `$k` references so that one step can combine two earlier results).
+    `english`: the goal in English (`_task`)."""
     def write(ex: SolvedPlan) -> dict[str, Any]:
         plan = ex.sequential()
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
@@ -173,7 +180,7 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
     system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_NO_PLAN if decline else "")
               + (SEQUENTIAL_REASONING if reasoning else ""))
     shots = _shots(examples, write) + (_field_shots(False, reasoning) if fields else "")
-    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact)}"
+    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact, english)}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

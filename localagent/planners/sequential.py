@@ -119,7 +119,9 @@ class SequentialPlanner:
         shown = self.tools if tools is None else tools
         return sequential_prompt(goal, shown, choose_examples(goal, t),
                                  reasoning=t.shows_reasoning, compact=t.compact,
-                                 decline=t.decline)
+                                 decline=t.decline,
+                                 english=self.settings.english(goal) if self.settings.english
+                                 else "")
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""

@@ -130,7 +130,8 @@ class TreePlanner:
         return tree_prompt(goal, self.tools if tools is None else tools, examples,
                            reasoning=self.reasoning, compact=self.techniques.compact,
                            decline=self.techniques.decline,
-                           expression=self.techniques.expression)
+                           expression=self.techniques.expression,
+                           english=self.settings.english(goal) if self.settings.english else "")
 
     def parse(self, text: str, tools: Sequence[ToolSpec]) -> ParsedPlan:
         """The model's output as a checked plan over `tools` (raises when rejected)."""

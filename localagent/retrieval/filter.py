@@ -20,6 +20,10 @@ Meaning of the options (Semantic Kernel's names; `None` means "no limit"):
   reads only which plugin a function belongs to. Off by default because the siblings it
   adds are distractors for a small model: on the 17 multilingual-suite tasks whose offer it
   changes, the default model solved fewer (docs/BENCHMARKS.md).
+- `translate` (ours, on by default): also search with the goal in English, written by the
+  planning model (`translation.py`): the bundled embedding model reads English only. It
+  needs the model, so it applies where one is at hand (`Agent.tools_for` passes it to
+  `filter_tools` as `translate`).
 
 A function name with a dot (`math.Add`) names one function; without a dot (`Add`) it names
 that function in every plugin. Semantic Kernel filters only when a threshold is set; here
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +55,7 @@ class FilterOptions:
     excluded_plugins: tuple[str, ...] = ()
     included_functions: tuple[str, ...] = ()
     whole_plugins: bool = False
+    translate: bool = True
 
     def __post_init__(self) -> None:
         t = self.relevancy_threshold
@@ -146,11 +151,13 @@ def clause_halves(goal: str) -> list[str]:
     return list(dict.fromkeys(halves))
 
 
-def half_bests(goal: str, index: ToolIndex, among: Sequence[str] | None = None
-               ) -> dict[str, SearchHit]:
-    """Each half's (`clause_halves`) best function among `among`, with its similarity."""
+def half_bests(goal: str, index: ToolIndex, among: Sequence[str] | None = None,
+               also: Sequence[str] = ()) -> dict[str, SearchHit]:
+    """Each half's (`clause_halves`) best function among `among`, with its similarity;
+    the halves of the texts in `also` (the goal's translation) count as the goal's."""
     best: dict[str, SearchHit] = {}
-    for half in clause_halves(goal):
+    halves = [h for text in (goal, *also) for h in clause_halves(text)]
+    for half in dict.fromkeys(halves):
         for h in index.search(half, top_k=1, among=among):
             if h.qualified_name not in best or best[h.qualified_name].score < h.score:
                 best[h.qualified_name] = h
@@ -158,14 +165,16 @@ def half_bests(goal: str, index: ToolIndex, among: Sequence[str] | None = None
 
 
 def search_goal(goal: str, index: ToolIndex, top_k: int, among: Sequence[str] | None = None,
-                halves: dict[str, SearchHit] | None = None) -> list[SearchHit]:
+                halves: dict[str, SearchHit] | None = None, also: Sequence[str] = ()
+                ) -> list[SearchHit]:
     """The `top_k` functions for `goal`, best first. A function scores its best similarity
     to the goal or one of its clauses (`goal_queries`), or, when it is a half's best
-    function, to that half (`halves`, from `half_bests` among `among` when not given)."""
+    function, to that half (`halves`, from `half_bests` among `among` when not given).
+    `also`: more texts searched as the goal is (its translation, `translation.py`)."""
     if halves is None:
-        halves = half_bests(goal, index, among)
-    hits = {h.qualified_name: h for h in index.search(goal_queries(goal), top_k=top_k,
-                                                       among=among)}
+        halves = half_bests(goal, index, among, also)
+    queries = list(dict.fromkeys(q for text in (goal, *also) for q in goal_queries(text)))
+    hits = {h.qualified_name: h for h in index.search(queries, top_k=top_k, among=among)}
     for name, half in halves.items():
         if among is not None and name not in among:
             continue
@@ -200,7 +209,8 @@ def _check_unique(specs: Sequence[ToolSpec]) -> None:
 
 
 def filter_tools(
-    goal: str, specs: Sequence[ToolSpec], options: FilterOptions, index: ToolIndex
+    goal: str, specs: Sequence[ToolSpec], options: FilterOptions, index: ToolIndex,
+    translate: Callable[[str], str] | None = None,
 ) -> list[ScoredTool]:
     """The functions to offer for `goal`, best first.
 
@@ -208,19 +218,24 @@ def filter_tools(
     searches only among the allowed functions, so a stale entry can never be returned.
     A function's score is its best similarity to the goal or one of its clauses, or to a
     half of a long clause of which it is the best function (`search_goal`).
+    `translate(goal)`: the goal in English (`translation.py`), searched as the goal is when
+    `options.translate`; asked only once the options are known good and there is something
+    to rank.
     """
     _check_unique(specs)
     _check_known(specs, options)
     allowed = [s for s in specs if options.allows(s)]
     if not allowed:
         return []
+    english = translate(goal) if translate is not None and options.translate else ""
+    also = [english] if english else []
     index.sync(specs, prune=False)
     by_name = {s.qualified_name: s for s in allowed}
     top_k = len(allowed)
     if options.max_relevant_functions is not None:
         top_k = min(top_k, options.max_relevant_functions)
-    halves = half_bests(goal, index, list(by_name))
-    hits = search_goal(goal, index, top_k, list(by_name), halves) if top_k else []
+    halves = half_bests(goal, index, list(by_name), also)
+    hits = search_goal(goal, index, top_k, list(by_name), halves, also) if top_k else []
     threshold = options.relevancy_threshold
     kept = {
         h.qualified_name: ScoredTool(by_name[h.qualified_name], h.score)
@@ -233,14 +248,14 @@ def filter_tools(
         if _matches(s, options.included_functions) and s.qualified_name not in kept
     ]
     if missing:
-        for h in search_goal(goal, index, len(missing), missing, halves):
+        for h in search_goal(goal, index, len(missing), missing, halves, also):
             kept[h.qualified_name] = ScoredTool(by_name[h.qualified_name], h.score)
     if options.whole_plugins and options.max_relevant_functions is not None:
         limit = options.max_relevant_functions + sum(
             _matches(s, options.included_functions) for s in allowed)
         siblings = whole_plugins(list(kept.values()), allowed, limit)
         if siblings:
-            for h in search_goal(goal, index, len(siblings), siblings, halves):
+            for h in search_goal(goal, index, len(siblings), siblings, halves, also):
                 kept[h.qualified_name] = ScoredTool(by_name[h.qualified_name], h.score)
     return sorted(kept.values(), key=lambda t: (-t.score, t.spec.qualified_name))
 
