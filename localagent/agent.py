@@ -168,6 +168,11 @@ class Agent:
         `filter.translate` is off, `retrieval/translation.py`)."""
         return select_specs(goal, self.registry, self.filter, self.index, self._translate)
 
+    def translation_of(self, goal: str) -> str:
+        """The English translation the filter searched with for `goal`, "" when none was
+        made (no filtering, `translate_goals` off, or not yet asked)."""
+        return self._translator.known(goal) if self._translator is not None else ""
+
     def _translate(self, goal: str) -> str:
         if self._translator is None:
             from localagent.retrieval.translation import QueryTranslator
@@ -186,7 +191,7 @@ class Agent:
         was made (`PlannerSettings.english`)."""
         settings = self.settings
         if self._translator is not None:
-            settings = replace(settings, english=self._translator.known)
+            settings = replace(settings, english=self.translation_of)
         if planner == "tree":
             from localagent.planners.tree import TreePlanner
 

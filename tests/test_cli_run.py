@@ -50,11 +50,18 @@ def test_run_asks_for_the_translation_first_when_the_filter_ranks(scripted, monk
     assert first.prompt.rstrip().endswith(f"{goal}<|im_end|>\n<|im_start|>assistant")
     assert f"Goal: {goal}\nIn English: What is the invoice amount of company D?\nPlan:" \
         in plan.prompt
+    scripted.enqueue("What is the invoice amount of company D?",
+                     json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
+    shown = runner.invoke(app, ["run", goal, "--show-tools", "--techniques", "plain",
+                                "--examples"])
+    assert shown.exit_code == 0, shown.output
+    assert "searched also as: What is the invoice amount of company D?" in shown.output
+    assert len(scripted.requests) == 4  # asked once per run, --show-tools included
     monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")  # every function: nothing to rank
     scripted.enqueue(json.dumps({"function": "DemoPlugin.GetInvoice", "args": {"company": "D"}}))
     result = runner.invoke(app, ["run", goal, "--json", "--techniques", "plain", "--examples"])
     assert result.exit_code == 0, result.output
-    assert len(scripted.requests) == 3
+    assert len(scripted.requests) == 5
 
 
 def test_run_filters_to_the_configured_number_of_functions(scripted, monkeypatch):

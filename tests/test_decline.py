@@ -162,4 +162,5 @@ def test_real_model_declines_a_goal_no_tool_answers_without_calling_anything() -
     out = json.loads(proc.stdout)
     assert out["answer"] is None and out["stop_reason"].startswith("declined:")
     assert out["steps"] == [] and out["plan"] is None
-    assert out["usage"]["calls"] == 1  # the probe only: no plan was generated
+    # the filter's goal translation and the probe: no plan was generated
+    assert out["usage"]["calls"] == 2

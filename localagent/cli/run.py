@@ -117,7 +117,8 @@ EXCLUDE_OPT = typer.Option(None, "--exclude", help="Never offer this function (r
 EXCLUDE_PLUGIN_OPT = typer.Option(None, "--exclude-plugin",
                                   help="Never offer this plugin's functions (repeat).")
 SHOW_TOOLS_OPT = typer.Option(False, "--show-tools", help="Print the functions the filter "
-                              "kept for the goal (plan: on stderr, the plan stays JSON).")
+                              "kept for the goal, and the goal's English translation it "
+                              "also searched with (plan: on stderr, the plan stays JSON).")
 YES_OPT = typer.Option(False, "--yes", "-y", help="Approve every call of a function with "
                        "side effects without asking (default: ask on a terminal, refuse "
                        "without one).")
@@ -129,6 +130,9 @@ DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and show every call, b
 def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
     names = [s.qualified_name for s in agent.tools_for(goal)]
     out.print(f"[bold]tools[/bold] ({len(names)}): " + ", ".join(names), highlight=False)
+    english = agent.translation_of(goal)
+    if english and english.strip() != goal.strip():
+        out.print(f"[bold]searched also as[/bold]: {english}", highlight=False)
 
 
 @app.command("run", help=_RUN_HELP)
