@@ -170,7 +170,7 @@ class Agent:
 
     def translation_of(self, goal: str) -> str:
         """The English translation the filter searched with for `goal`, "" when none was
-        made (no filtering, `translate_goals` off, or not yet asked)."""
+        made (no filtering, `translate_goals` off, not yet asked) or it is the goal."""
         return self._translator.known(goal) if self._translator is not None else ""
 
     def _translate(self, goal: str) -> str:

@@ -131,7 +131,7 @@ def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
     names = [s.qualified_name for s in agent.tools_for(goal)]
     out.print(f"[bold]tools[/bold] ({len(names)}): " + ", ".join(names), highlight=False)
     english = agent.translation_of(goal)
-    if english and english.strip() != goal.strip():
+    if english:
         out.print(f"[bold]searched also as[/bold]: {english}", highlight=False)
 
 

@@ -429,10 +429,11 @@ def _kv_state(llama: llama_cpp.Llama) -> _KVState | None:
 
 def _kv_put(llama: llama_cpp.Llama, state: _KVState | None) -> None:
     """Make the KV cache hold `state` (None: nothing); a state llama.cpp rejects leaves it
-    empty, which costs only a re-evaluation."""
-    if state is None or not _kv_restore(llama, state.payload, state.tokens):
-        llama.reset()
-        llama._ctx.kv_cache_seq_rm(0, 0, -1)
+    empty (`_kv_restore`), which costs only a re-evaluation."""
+    if state is None:
+        _kv_truncate(llama, 0)
+    else:
+        _kv_restore(llama, state.payload, state.tokens)
 
 
 def _kv_truncate(llama: llama_cpp.Llama, n: int) -> None:

@@ -205,7 +205,8 @@ class Coverage:
            calls: bool = False, head: bool = False, nouns: bool = False,
            result: bool = False, values: bool = False) -> Coverage:
         """Empty (nothing to cover) when `cover`, `calls`, `head`, `nouns` and `values`
-        are off, or when one of the English-only ones is on and the goal asks for free text. `head`: a function the question's head names
+        are off, or when one of the English-only ones is on and the goal asks for free
+        text. `head`: a function the question's head names
         (head.py: subtract for "more ... than") must be called before the answer;
         `nouns`: one of those each possessive or of-phrase names (nouns.py). The head's
         functions are offered last, once nothing else is pending: the operation comes

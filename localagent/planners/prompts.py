@@ -45,9 +45,9 @@ def _task(goal: str, tools: Sequence[ToolSpec], compact: bool, english: str = ""
     """The real task after the examples. `compact` (a technique): written exactly as an
     example is (one signature line), so the model continues a pattern it has just seen
     three times; else the full manual, one block per function. `english`: the goal in
-    English (the filter's translation), shown under the goal when it differs from it: the
-    small model plans English goals better (docs/BENCHMARKS.md)."""
-    line = f"\nIn English: {english.strip()}" if english.strip() not in ("", goal.strip()) else ""
+    English (the filter's translation, "" when it is the goal itself), shown under the
+    goal: the small model plans English goals better (docs/BENCHMARKS.md)."""
+    line = f"\nIn English: {english}" if english else ""
     if compact:
         return (f"Now the real task.\n\nFunctions: {_signatures(tools)}\nGoal: {goal}{line}"
                 "\nPlan:")

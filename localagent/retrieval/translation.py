@@ -13,7 +13,7 @@ best similarity to either, so an English goal (translated to itself) keeps its o
 Contract: nothing here reads a word of any language; the model translates, from a fixed
 few-shot prompt (examples in German, Chinese, English and Spanish on topics that no suite
 has, the English one left as it is). Greedy, one line, at most `MAX_TOKENS` tokens;
-an empty or cut reply adds no query. The translation is only a query: planners still plan
+an empty or cut reply, or the goal itself, adds no query. The translation is only a query: planners still plan
 from the goal as the user wrote it, so values stay verbatim. One translation per distinct
 goal per `QueryTranslator` (a chat asking again does not pay again). The call runs beside
 the model's KV cache (`LLM.aside`), so the planner's cached prompt prefix survives it.
@@ -51,7 +51,8 @@ def translation_messages(goal: str) -> list[Message]:
 
 
 class QueryTranslator:
-    """`translator(goal)`: the goal in English from `llm`, remembered per goal."""
+    """`translator(goal)`: the goal in English from `llm`, remembered per goal; "" when
+    the reply adds nothing (the goal itself, as an English goal gives back) or was cut."""
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm
@@ -71,6 +72,7 @@ class QueryTranslator:
         with self.llm.aside():
             out = self.llm.complete(prompt, max_tokens=MAX_TOKENS, stop=["\n"],
                                     temperature=0.0)
-        if out.finish_reason != "stop":
-            return ""  # cut: a half sentence could pull the wrong functions
-        return out.text.strip()
+        english = out.text.strip()
+        if out.finish_reason != "stop" or english == goal.strip():
+            return ""  # cut (a half sentence could pull the wrong functions), or the goal
+        return english
