@@ -28,6 +28,7 @@ from localagent.planners.base import (
     select_specs,
     usage_since,
 )
+from localagent.planners.layout import OfferOrder
 from localagent.planners.names import PLANNERS, PlannerName  # noqa: F401 (re-exported)
 from localagent.planners.techniques import TechniqueChanges, Techniques, parse_spec
 from localagent.side_effects import Approve, SideEffectLedger
@@ -118,6 +119,7 @@ class Agent:
         self._model_source = model
         self._llm: MeteredLLM | None = None
         self._translator: QueryTranslator | None = None
+        self._offer_order = OfferOrder()
         self.filter, self.index = filter, index
         base = settings or PlannerSettings()
         if techniques is not None:
@@ -165,8 +167,20 @@ class Agent:
     def tools_for(self, goal: str) -> list[ToolSpec]:
         """The functions the planner will see for `goal` (after the filter; the filter also
         searches with the model's English translation of the goal unless
-        `filter.translate` is off, `retrieval/translation.py`)."""
-        return select_specs(goal, self.registry, self.filter, self.index, self._translate)
+        `filter.translate` is off, `retrieval/translation.py`), in the order this agent
+        first offered them (`OfferOrder`: consecutive goals share their prompt prefix)."""
+        return self._offer_order(
+            select_specs(goal, self.registry, self.filter, self._tool_index, self._translate))
+
+    def _tool_index(self) -> ToolIndex:
+        """The index given, or one opened in the default location on the first goal the
+        filter ranks and kept, so later goals reuse its embedding model (loading it again
+        costs about 0.15 s a goal)."""
+        if self.index is None:
+            from localagent.retrieval import ToolIndex
+
+            self.index = ToolIndex()
+        return self.index
 
     def translation_of(self, goal: str) -> str:
         """The English translation the filter searched with for `goal`, "" when none was

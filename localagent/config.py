@@ -111,6 +111,16 @@ def _bool(value: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def _auto_bool(value: Any) -> bool | None:
+    """true, false, or None for "auto" (the code decides case by case)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        return _bool(value)
+    except ValueError:
+        raise ValueError("expected true, false or auto") from None
+
+
 def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
@@ -294,11 +304,13 @@ SETTINGS: tuple[SettingDef, ...] = (
         "fast_forward",
         "LOCALAGENT_FAST_FORWARD",
         "under a grammar, evaluate the tokens it forces as one batch instead of sampling "
-        "them one by one (localagent/llm/fast_forward.py; off by default: batched "
-        "evaluation changes logits slightly and flipped a near-tie greedy choice in a "
-        "seed scenario)",
-        _bool,
-        lambda _: False,
+        "them one by one (localagent/llm/fast_forward.py): auto (the default) does so for "
+        "the tree and sequential plan grammars, whose JSON forces long runs of tokens, and "
+        "not in the ReAct and tool-calling loops (batched evaluation changes logits "
+        "slightly and flipped a near-tie greedy step of a ReAct seed scenario); true or "
+        "false for every grammar",
+        _auto_bool,
+        lambda _: None,
     ),
     SettingDef(
         "prompt_cache_bytes",

@@ -18,6 +18,9 @@ class Constraint:
     kind: Literal["json_schema", "lark", "regex"]
     source: str  # JSON schema text, Lark grammar text, or a regular expression
     name: str = ""  # e.g. "tree-plan", for traces and error messages
+    # Whether the backend may evaluate the tokens this grammar forces in one batch when
+    # the `fast_forward` setting is auto (llm/fast_forward.py): set for the plan grammars.
+    fast_forward: bool = False
 
     @property
     def key(self) -> str:

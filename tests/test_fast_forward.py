@@ -130,13 +130,39 @@ def test_sampling_with_a_seed_repeats_and_stays_in_the_grammar(llm) -> None:
     assert texts[0] == texts[1]
 
 
-@pytest.mark.parametrize("value", ["0", "1"])
-def test_the_setting_turns_it_on_and_off(monkeypatch, value: str) -> None:
+@pytest.mark.parametrize(("value", "expected"), [("0", False), ("1", True), ("auto", None)])
+def test_the_setting_turns_it_on_and_off(monkeypatch, value: str, expected) -> None:
     from localagent.llm import load_llm
 
     monkeypatch.setenv("LOCALAGENT_FAST_FORWARD", value)
     model = load_llm("qwen2.5-coder-0.5b-instruct", n_threads=1)
     try:
-        assert model.fast_forward is (value == "1")
+        assert model.fast_forward is expected
     finally:
         model.close()
+
+
+def test_auto_batches_only_under_constraints_marked_for_it(llm) -> None:
+    """The default (auto): the plan planners' grammars are fast-forwarded, the loops' not."""
+    from dataclasses import replace
+
+    from localagent.planners.sequential import SequentialPlanner
+    from localagent.planners.tree import TreePlanner
+
+    tools = demo_tools()
+    assert TreePlanner(llm, tools).constraint().fast_forward
+    assert SequentialPlanner(llm, tools).constraint().fast_forward
+    assert not G.react_step(tools).fast_forward
+    prompt = _prompt(llm, GOAL + "\n" + G.format_instructions("tree", tools))
+    plain = G.tree_plan(tools)
+    llm.fast_forward = None
+    try:
+        batches = []
+        for constraint in (plain, replace(plain, fast_forward=True)):
+            llm.reset_cache()
+            out = llm.complete(prompt, constraint=constraint, max_tokens=200)
+            batches.append(max(llm._eval_sizes[1:]))  # after the prompt's own batch
+        assert batches[0] == 1 < batches[1]
+        assert out.text  # the same plan either way: test_tree_plan_is_the_same_text...
+    finally:
+        llm.fast_forward = True

@@ -70,8 +70,9 @@ class LlamaCppLLM(LLM):
     ) -> None:
         """`prompt_cache`: a `PromptCache`, False for none, None for the settings'
         (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`).
-        `fast_forward`: evaluate grammar-forced tokens in one batch (`fast_forward.py`);
-        None for the setting of that name (off by default)."""
+        `fast_forward`: evaluate grammar-forced tokens in one batch (`fast_forward.py`)
+        under every constraint (True) or none (False); None for the setting of that name,
+        whose default (auto, also None) leaves it to each `Constraint.fast_forward`."""
         self.path = Path(path)
         self.temperature = temperature
         self.seed = seed
@@ -100,8 +101,8 @@ class LlamaCppLLM(LLM):
         if fast_forward is None:
             from localagent.config import load_settings
 
-            fast_forward = bool(load_settings().value("fast_forward"))
-        self.fast_forward = fast_forward
+            fast_forward = load_settings().value("fast_forward")
+        self.fast_forward: bool | None = fast_forward
 
     @property
     def llama(self) -> llama_cpp.Llama:
@@ -201,7 +202,7 @@ class LlamaCppLLM(LLM):
             start = time.perf_counter()
             loaded, evaluated = self._use_prompt_cache(tokens)
             self._eval_sizes.clear()
-            if processor is not None and self.fast_forward:
+            if processor is not None and self._fast_forward(constraint):
                 text, n_completion, finish = self._generate_forced(tokens, processor, kwargs)
             else:
                 text, n_completion, finish = _read_completion(
@@ -362,6 +363,11 @@ class LlamaCppLLM(LLM):
             return give_up(text)
 
         return criterion
+
+    def _fast_forward(self, constraint: Constraint | None) -> bool:
+        if constraint is None:
+            return False
+        return constraint.fast_forward if self.fast_forward is None else self.fast_forward
 
     def _processor(self, constraint: Constraint | None) -> Any:
         if constraint is None:

@@ -156,13 +156,14 @@ def select_specs(
     goal: str,
     registry: ToolRegistry,
     options: FilterOptions | None = None,
-    index: ToolIndex | None = None,
+    index: ToolIndex | Callable[[], ToolIndex] | None = None,
     translate: Callable[[str], str] | None = None,
 ) -> list[ToolSpec]:
     """The functions a planner may use for `goal`: all, or those the filter keeps.
 
     Exclusions apply without an index; semantic filtering (a threshold or a count) needs
-    the embedding index, opened lazily in the default location when none is given.
+    the embedding index: `index`, or the one a callable `index` opens (called only then),
+    or one opened in the default location when none is given.
     `translate(goal)`: the goal in English, searched too when `options.translate` and the
     filter really ranks (`retrieval/translation.py`); never called otherwise.
     """
@@ -179,6 +180,8 @@ def select_specs(
         from localagent.retrieval import ToolIndex
 
         index = ToolIndex()
+    elif callable(index):
+        index = index()
     scored = filter_tools(goal, specs, options, index, translate)
     if not scored:
         raise PlanningError("the tool filter kept no function for this goal",

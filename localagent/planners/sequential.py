@@ -36,6 +36,7 @@ from localagent.planners.base import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
+from localagent.planners.layout import goal_dependent_last
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.nouns import needed_functions
@@ -77,13 +78,14 @@ class SequentialPlanner:
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`)."""
+        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`;
+        the entries `mentions` changed last, as in the tree planner: layout.py)."""
         tools = self._piped
         asked = self._asked(goal)
         if asked:
             tools = asked.narrowed()
         if self.techniques.mentions:
-            return anchor_to_goal(tools, goal)
+            return goal_dependent_last(tools, anchor_to_goal(tools, goal))
         return tools
 
     def _asked(self, goal: str) -> AskedFunctions | None:
@@ -110,9 +112,10 @@ class SequentialPlanner:
         if t.head and goal:
             roots = narrow_roots(roots, head_roots(goal, shown))
         needs = needed_functions(goal, shown) if t.nouns and goal and not asked else []
-        return first_buildable(lambda **kw: sequential_plan(shown, **kw),
-                               ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}),
-                               **options)
+        grammar = first_buildable(
+            lambda **kw: sequential_plan(shown, **kw),
+            ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}), **options)
+        return replace(grammar, fast_forward=True)  # a plan is mostly forced JSON
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         t = self.techniques

@@ -38,6 +38,7 @@ from localagent.planners.coverage import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
+from localagent.planners.layout import goal_dependent_last
 from localagent.planners.mentions import anchor_to_goal, stated_numbers
 from localagent.planners.nesting import arithmetic
 from localagent.planners.nouns import needed_functions
@@ -84,9 +85,11 @@ class TreePlanner:
         return self.techniques.shows_reasoning
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions as this goal's plan sees them (narrowed by `mentions`)."""
+        """The functions as this goal's plan sees them (narrowed by `mentions`; the entries
+        the narrowing changed last, so the rest of the manual is a prefix other goals over
+        these tools share: layout.py)."""
         if self.techniques.mentions:
-            return anchor_to_goal(self.tools, goal)
+            return goal_dependent_last(self.tools, anchor_to_goal(self.tools, goal))
         return self.tools
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
@@ -100,7 +103,12 @@ class TreePlanner:
         grammar in which values listed together ("C, F") are combined in one call before
         meeting the others. A restriction that no plan over these tools can meet is
         dropped (`nouns` first, then `numbers`, then `answer`). With `expression`, the
-        call-expression grammar (grammar/expression.py), to which none of these apply."""
+        call-expression grammar (grammar/expression.py), to which none of these apply.
+        Marked for fast-forward (`Constraint.fast_forward`): a plan is mostly forced JSON.
+        """
+        return replace(self._grammar(tools, goal), fast_forward=True)
+
+    def _grammar(self, tools: Sequence[ToolSpec] | None, goal: str) -> Constraint:
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.expression:
             return expression_plan(shown, depth=self.depth, bounds=BOUNDS)

@@ -64,17 +64,26 @@ def arg_label(name: str, schema: dict[str, Any], required: bool) -> str:
     return f"{name} ({'; '.join(facts)})"
 
 
+def listed_values(schema: dict[str, Any]) -> list[Any] | None:
+    """The values the manual lists for an argument ('one of "A", "B"'), or None when it
+    lists none: no enum, an enum narrowed to nothing, or an open number narrowed by
+    `mentions` to the goal's numbers and a few constants (listing them, "one of 0, 1, ...
+    1000000", reads as a menu, and the default model then fills add(1000000, 1000000)
+    instead of looking up)."""
+    if not schema.get("enum") or schema.get(DECLARED, ...) is None:
+        return None
+    return list(schema["enum"])
+
+
 def type_label(schema: dict[str, Any]) -> str:
     """A short human label for a JSON schema: 'string', 'list of number', 'one of "A", "B"'."""
     if "enum" in schema:
+        values = listed_values(schema)
+        if values is not None:
+            return "one of " + ", ".join(json.dumps(v) for v in values)
         if not schema["enum"]:  # narrowed to nothing by the planner's `mentions` technique
             return "the result of another function"
-        if schema.get(DECLARED, ...) is None:
-            # an open number narrowed by `mentions` to the goal's numbers and a few
-            # constants: listing them ("one of 0, 1, ... 1000000") reads as a menu, and
-            # the default model then fills add(1000000, 1000000) instead of looking up
-            return str(schema.get("type", "number"))
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
+        return str(schema.get("type", "number"))  # an open number narrowed (listed_values)
     if "const" in schema:
         return f"exactly {json.dumps(schema['const'])}"
     for key in ("anyOf", "oneOf"):

@@ -1,0 +1,85 @@
+"""The manual's order for KV-cache reuse (`planners/layout.py`): narrowed entries last, a
+session's first-offered order, and the prompts two consecutive goals really share (real
+MiniLM and Chroma for the filter, a scripted model)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
+from localagent.planners.layout import OfferOrder, goal_dependent_last
+from localagent.planners.mentions import anchor_to_goal
+from localagent.retrieval import FilterOptions, ToolIndex
+from localagent.tools.registry import default_registry
+from localagent.tools.spec import ToolSpec
+
+ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
+              "MathPlugin.divide")
+
+
+def _examples(*names: str) -> list[ToolSpec]:
+    specs = {s.qualified_name: s for s in default_registry(examples=True).specs()}
+    return [specs[n] for n in names]
+
+
+def test_entries_listing_the_goals_values_go_last() -> None:
+    tools = _examples("DemoPlugin.GetInvoice", "DemoPlugin.Total", "CurrencyPlugin.GetExchangeRate")
+    shown = anchor_to_goal(tools, "What is the total of the invoices of A and C?")
+    ordered = goal_dependent_last(tools, shown)
+    # GetInvoice now lists "A", "C": last. Total's first argument now reads "the result of
+    # another function" (as for every goal that names a value to look up): it stays.
+    assert [t.name for t in ordered] == ["Total", "GetExchangeRate", "GetInvoice"]
+    assert ordered[-1] is shown[0]
+    assert goal_dependent_last(tools, tools) == tools
+
+
+def test_a_session_keeps_the_order_of_first_offer() -> None:
+    a, b, c, d = _examples("DemoPlugin.Diff", "DemoPlugin.GetInvoice", "DemoPlugin.Total",
+                           "CurrencyPlugin.ConvertCurrency")
+    order = OfferOrder()
+    assert order([a, b, c]) == [a, b, c]
+    assert order([d, a, c]) == [a, c, d]  # d is new: after the ones offered before
+    assert order([b, d]) == [b, d]
+    assert OfferOrder()([d, a]) == [d, a]  # a new session: the order given
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> ToolIndex:
+    return ToolIndex(tmp_path_factory.mktemp("layout-index"))
+
+
+def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex) -> None:
+    """The filter offers the second goal one function more and `mentions` writes each
+    goal's companies into GetInvoice's entry: the second plan prompt still shares the
+    first one's whole manual but that entry."""
+    plans = {
+        "What is the invoice of B minus the invoice of D?": ("MathPlugin.subtract", "B", "D"),
+        "What is the total of the invoices of A and C?": ("DemoPlugin.Total", "A", "C"),
+    }
+
+    def respond(request: ScriptedRequest) -> str:
+        goal = next(g for g in plans if g in request.prompt)
+        if request.constraint is None:  # the filter's translation: English already
+            return goal
+        function, x, y = plans[goal]
+        call = lambda c: {"function": "DemoPlugin.GetInvoice", "args": {"company": c}}
+        return json.dumps({"function": function, "args": {"value1": call(x), "value2": call(y)}})
+
+    from localagent.agent import Agent
+
+    llm = ScriptedLLM(responder=respond)
+    agent = Agent(llm, examples=True, index=index, techniques="default",
+                  filter=FilterOptions(max_relevant_functions=6, included_functions=ARITHMETIC))
+    answers = [agent.run(goal, planner="tree").answer for goal in plans]
+    assert answers == [-5200, 22000]
+    first, second = (r.prompt for r in llm.requests if r.constraint is not None)
+    shared = os.path.commonprefix([first, second])
+    offered = [line for line in first.splitlines() if line.startswith(("Demo", "Math", "Curr"))]
+    assert offered[-1] == "DemoPlugin.GetInvoice"  # the narrowed entry, last
+    for name in offered[:-1]:
+        assert f"\n{name}\n" in shared
+    assert "DemoPlugin.GetInvoice\n" not in shared
+    assert second.index("DemoPlugin.GetInvoice\n") > len(shared)
