@@ -10,15 +10,16 @@ evaluated together with the sampled token, and sampling resumes at the first rea
 When the matcher has stopped (the grammar is complete) no further pass is made at all.
 
 `generate` replaces `Llama.create_completion` for constrained calls only (setting
-`fast_forward`, off by default), with the same
+`fast_forward`; by default, auto, for the constraints marked `Constraint.fast_forward`: the
+tree and sequential plan grammars), with the same
 sampler chain (llama.cpp's top-k/top-p/min-p/temperature with the call's seed, greedy at
 temperature 0) and the same prompt-prefix reuse (the KV cells of the longest common prefix
 with the previous sequence are kept). Forced tokens are exactly those token-by-token decoding would write, but a batch is
 evaluated with another summation order, so logits differ in the last bits: on the
 generalisation suite 46 of 47 tree and 43 of 47 tools runs wrote the same outputs, with the
 same number right, but the Furina ReAct scenario (English-only opt-ins) flips at a greedy
-near-tie and was solved 1/5 seeds against 3/5 token by token; hence off by default
-(docs/BENCHMARKS.md, "fast-forward A/B again").
+near-tie and was solved 1/5 seeds against 3/5 token by token; hence not for the ReAct and
+tool-calling loops' grammars (docs/BENCHMARKS.md, "fast-forward A/B again").
 Unconstrained calls keep `create_completion`, so the raw baseline is llama.cpp's own loop.
 """
 
@@ -61,7 +62,7 @@ def generate(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedPr
     from llama_cpp import LogitsProcessorList
 
     start = time.perf_counter()
-    _keep_common_prefix(llama, prompt)
+    keep_common_prefix(llama, prompt)
     llama.set_seed(seed)
     sampler = llama._init_sampler(temp=temperature, **_SAMPLER,
                                   logits_processor=LogitsProcessorList([processor]))
@@ -96,7 +97,7 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
         pending = [token, *more]
         if stop:
             text = _text(llama, out, prompt)
-            hit = _first_stop(text, stop)
+            hit = first_stop(text, stop)
             if hit is not None:
                 return out, forced, "stop", text[:hit]
         if len(more) < len(run):
@@ -110,7 +111,7 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
     return out, forced, "length", _text(llama, out, prompt)
 
 
-def _keep_common_prefix(llama: llama_cpp.Llama, prompt: list[int]) -> None:
+def keep_common_prefix(llama: llama_cpp.Llama, prompt: list[int]) -> None:
     """Keep the KV cells of the longest prefix shared with the sequence in memory; at least
     the prompt's last token is evaluated again so its logits are fresh."""
     keep = common_prefix(llama._input_ids.tolist(), prompt[:-1])
@@ -122,6 +123,6 @@ def _text(llama: llama_cpp.Llama, out: list[int], prompt: list[int]) -> str:
     return llama.detokenize(out, prev_tokens=prompt).decode("utf-8", errors="ignore")
 
 
-def _first_stop(text: str, stop: Sequence[str]) -> int | None:
+def first_stop(text: str, stop: Sequence[str]) -> int | None:
     hits = [text.index(s) for s in stop if s and s in text]
     return min(hits) if hits else None

@@ -187,6 +187,7 @@ class LlamaCppLLM(LLM):
         seed: int | None = None,
         constraint: Constraint | None = None,
         give_up: GiveUp | None = None,
+        lookup: bool = False,
     ) -> Completion:
         with self._lock:
             tokens = self.tokenize(prompt)
@@ -204,6 +205,11 @@ class LlamaCppLLM(LLM):
             self._eval_sizes.clear()
             if processor is not None and self._fast_forward(constraint):
                 text, n_completion, finish = self._generate_forced(tokens, processor, kwargs)
+            elif lookup and processor is None and give_up is None and kwargs["temperature"] == 0:
+                from localagent.llm.prompt_lookup import generate
+
+                out = generate(self._llama, tokens, max_tokens=max_tokens, stop=stop)
+                text, n_completion, finish = out.text, out.tokens, out.finish_reason
             else:
                 text, n_completion, finish = _read_completion(
                     self._llama.create_completion(tokens, **kwargs))
