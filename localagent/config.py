@@ -305,10 +305,11 @@ SETTINGS: tuple[SettingDef, ...] = (
         "LOCALAGENT_FAST_FORWARD",
         "under a grammar, evaluate the tokens it forces as one batch instead of sampling "
         "them one by one (localagent/llm/fast_forward.py): auto (the default) does so for "
-        "the tree and sequential plan grammars, whose JSON forces long runs of tokens, and "
-        "not in the ReAct and tool-calling loops (batched evaluation changes logits "
-        "slightly and flipped a near-tie greedy step of a ReAct seed scenario); true or "
-        "false for every grammar",
+        "greedy calls under the tree and sequential plan grammars, whose JSON forces long "
+        "runs of tokens (the same text, about twice the tokens per second), and not for "
+        "sampled calls (a seed would draw another sample) nor in the ReAct and "
+        "tool-calling loops (batched evaluation changes logits slightly and flipped a "
+        "near-tie greedy step of a ReAct seed scenario); true or false for every call",
         _auto_bool,
         lambda _: None,
     ),

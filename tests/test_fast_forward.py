@@ -143,7 +143,8 @@ def test_the_setting_turns_it_on_and_off(monkeypatch, value: str, expected) -> N
 
 
 def test_auto_batches_only_under_constraints_marked_for_it(llm) -> None:
-    """The default (auto): the plan planners' grammars are fast-forwarded, the loops' not."""
+    """The default (auto): greedy calls under the plan planners' grammars are fast-forwarded;
+    the loops' grammars and sampled calls are not."""
     from dataclasses import replace
 
     from localagent.planners.sequential import SequentialPlanner
@@ -158,11 +159,14 @@ def test_auto_batches_only_under_constraints_marked_for_it(llm) -> None:
     llm.fast_forward = None
     try:
         batches = []
-        for constraint in (plain, replace(plain, fast_forward=True)):
+        marked = replace(plain, fast_forward=True)
+        for constraint, temperature in ((plain, 0.0), (marked, 0.0), (marked, 0.9)):
             llm.reset_cache()
-            out = llm.complete(prompt, constraint=constraint, max_tokens=200)
+            out = llm.complete(prompt, constraint=constraint, max_tokens=200,
+                               temperature=temperature, seed=7)
             batches.append(max(llm._eval_sizes[1:]))  # after the prompt's own batch
         assert batches[0] == 1 < batches[1]
+        assert batches[2] == 1  # a sampled call keeps its draws: token by token
         assert out.text  # the same plan either way: test_tree_plan_is_the_same_text...
     finally:
         llm.fast_forward = True

@@ -117,16 +117,11 @@ class LLM(ABC):
         seed: int | None = None,
         constraint: Constraint | None = None,
         give_up: GiveUp | None = None,
-        lookup: bool = False,
     ) -> Completion:
         """Continue `prompt`. With a constraint, the output is forced to match it.
 
         `give_up(text so far)` returning True ends generation at once (finish "stop"): an
         unconstrained output that can no longer be accepted need not run to max_tokens.
-        `lookup`: a hint that the reply mostly copies the prompt (a translation that may
-        be the text itself); a backend may then verify drafts copied from the prompt in
-        one batch (prompt-lookup decoding) for a greedy unconstrained call. The text is
-        the same; a backend without it ignores the hint.
         """
 
     @abstractmethod

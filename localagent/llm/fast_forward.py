@@ -10,8 +10,8 @@ evaluated together with the sampled token, and sampling resumes at the first rea
 When the matcher has stopped (the grammar is complete) no further pass is made at all.
 
 `generate` replaces `Llama.create_completion` for constrained calls only (setting
-`fast_forward`; by default, auto, for the constraints marked `Constraint.fast_forward`: the
-tree and sequential plan grammars), with the same
+`fast_forward`; by default, auto, for greedy calls under the constraints marked
+`Constraint.fast_forward`: the tree and sequential plan grammars), with the same
 sampler chain (llama.cpp's top-k/top-p/min-p/temperature with the call's seed, greedy at
 temperature 0) and the same prompt-prefix reuse (the KV cells of the longest common prefix
 with the previous sequence are kept). Forced tokens are exactly those token-by-token decoding would write, but a batch is
@@ -62,7 +62,7 @@ def generate(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedPr
     from llama_cpp import LogitsProcessorList
 
     start = time.perf_counter()
-    keep_common_prefix(llama, prompt)
+    _keep_common_prefix(llama, prompt)
     llama.set_seed(seed)
     sampler = llama._init_sampler(temp=temperature, **_SAMPLER,
                                   logits_processor=LogitsProcessorList([processor]))
@@ -97,7 +97,7 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
         pending = [token, *more]
         if stop:
             text = _text(llama, out, prompt)
-            hit = first_stop(text, stop)
+            hit = _first_stop(text, stop)
             if hit is not None:
                 return out, forced, "stop", text[:hit]
         if len(more) < len(run):
@@ -111,7 +111,7 @@ def _loop(llama: llama_cpp.Llama, prompt: list[int], processor: ConstrainedProce
     return out, forced, "length", _text(llama, out, prompt)
 
 
-def keep_common_prefix(llama: llama_cpp.Llama, prompt: list[int]) -> None:
+def _keep_common_prefix(llama: llama_cpp.Llama, prompt: list[int]) -> None:
     """Keep the KV cells of the longest prefix shared with the sequence in memory; at least
     the prompt's last token is evaluated again so its logits are fresh."""
     keep = common_prefix(llama._input_ids.tolist(), prompt[:-1])
@@ -123,6 +123,6 @@ def _text(llama: llama_cpp.Llama, out: list[int], prompt: list[int]) -> str:
     return llama.detokenize(out, prev_tokens=prompt).decode("utf-8", errors="ignore")
 
 
-def first_stop(text: str, stop: Sequence[str]) -> int | None:
+def _first_stop(text: str, stop: Sequence[str]) -> int | None:
     hits = [text.index(s) for s in stop if s and s in text]
     return min(hits) if hits else None

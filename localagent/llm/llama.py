@@ -72,7 +72,8 @@ class LlamaCppLLM(LLM):
         (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`).
         `fast_forward`: evaluate grammar-forced tokens in one batch (`fast_forward.py`)
         under every constraint (True) or none (False); None for the setting of that name,
-        whose default (auto, also None) leaves it to each `Constraint.fast_forward`."""
+        whose default (auto, also None) fast-forwards greedy calls under a constraint
+        marked `Constraint.fast_forward`."""
         self.path = Path(path)
         self.temperature = temperature
         self.seed = seed
@@ -187,7 +188,6 @@ class LlamaCppLLM(LLM):
         seed: int | None = None,
         constraint: Constraint | None = None,
         give_up: GiveUp | None = None,
-        lookup: bool = False,
     ) -> Completion:
         with self._lock:
             tokens = self.tokenize(prompt)
@@ -203,13 +203,8 @@ class LlamaCppLLM(LLM):
             start = time.perf_counter()
             loaded, evaluated = self._use_prompt_cache(tokens)
             self._eval_sizes.clear()
-            if processor is not None and self._fast_forward(constraint):
+            if processor is not None and self._fast_forward(constraint, kwargs["temperature"]):
                 text, n_completion, finish = self._generate_forced(tokens, processor, kwargs)
-            elif lookup and processor is None and give_up is None and kwargs["temperature"] == 0:
-                from localagent.llm.prompt_lookup import generate
-
-                out = generate(self._llama, tokens, max_tokens=max_tokens, stop=stop)
-                text, n_completion, finish = out.text, out.tokens, out.finish_reason
             else:
                 text, n_completion, finish = _read_completion(
                     self._llama.create_completion(tokens, **kwargs))
@@ -370,10 +365,16 @@ class LlamaCppLLM(LLM):
 
         return criterion
 
-    def _fast_forward(self, constraint: Constraint | None) -> bool:
+    def _fast_forward(self, constraint: Constraint | None, temperature: float) -> bool:
+        """Whether to fast-forward this call: as set, or (auto) for a greedy call under a
+        constraint marked for it. Greedy text is the same either way; a seeded sample is
+        not the same sample (forced tokens draw no random number), so sampled calls keep
+        the draws they had (docs/BENCHMARKS.md)."""
         if constraint is None:
             return False
-        return constraint.fast_forward if self.fast_forward is None else self.fast_forward
+        if self.fast_forward is None:
+            return constraint.fast_forward and temperature == 0
+        return self.fast_forward
 
     def _processor(self, constraint: Constraint | None) -> Any:
         if constraint is None:

@@ -256,7 +256,6 @@ class RemoteLLM(LLM):
         seed: int | None = None,
         constraint: Constraint | None = None,
         give_up: GiveUp | None = None,
-        lookup: bool = False,  # a hint this backend does not use
     ) -> Completion:
         body = completion_body(
             self.spec, prompt, max_tokens=max_tokens, stop=stop,

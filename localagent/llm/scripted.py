@@ -61,7 +61,6 @@ class ScriptedLLM(LLM):
         seed: int | None = None,
         constraint: Constraint | None = None,
         give_up: GiveUp | None = None,
-        lookup: bool = False,
     ) -> Completion:
         request = ScriptedRequest(prompt, max_tokens, tuple(stop), temperature, constraint)
         self.requests.append(request)

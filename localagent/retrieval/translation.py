@@ -71,7 +71,7 @@ class QueryTranslator:
         prompt = self.llm.format_chat(translation_messages(goal))
         with self.llm.aside():
             out = self.llm.complete(prompt, max_tokens=MAX_TOKENS, stop=["\n"],
-                                    temperature=0.0, lookup=True)
+                                    temperature=0.0)
         english = out.text.strip()
         if out.finish_reason != "stop" or english == goal.strip():
             return ""  # cut (a half sentence could pull the wrong functions), or the goal
