@@ -10,7 +10,7 @@ import os
 import pytest
 
 from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
-from localagent.planners.layout import OfferOrder, goal_dependent_last
+from localagent.planners.layout import OfferOrder, goal_dependent_last, values_apart
 from localagent.planners.mentions import anchor_to_goal
 from localagent.retrieval import FilterOptions, ToolIndex
 from localagent.tools.registry import default_registry
@@ -52,9 +52,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ToolIndex:
 
 
 def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex) -> None:
-    """The filter offers the second goal one function more and `mentions` writes each
-    goal's companies into GetInvoice's entry: the second plan prompt still shares the
-    first one's whole manual but that entry."""
+    """`mentions` narrows GetInvoice to each goal's companies: the tree prompt lists all
+    companies in the manual and the goal's after it, so the second plan prompt shares the
+    first one's whole manual."""
     plans = {
         "What is the invoice of B minus the invoice of D?": ("MathPlugin.subtract", "B", "D"),
         "What is the total of the invoices of A and C?": ("DemoPlugin.Total", "A", "C"),
@@ -77,9 +77,18 @@ def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex)
     assert answers == [-5200, 22000]
     first, second = (r.prompt for r in llm.requests if r.constraint is not None)
     shared = os.path.commonprefix([first, second])
-    offered = [line for line in first.splitlines() if line.startswith(("Demo", "Math", "Curr"))]
-    assert offered[-1] == "DemoPlugin.GetInvoice"  # the narrowed entry, last
-    for name in offered[:-1]:
-        assert f"\n{name}\n" in shared
-    assert "DemoPlugin.GetInvoice\n" not in shared
-    assert second.index("DemoPlugin.GetInvoice\n") > len(shared)
+    manual = first[first.index("[AVAILABLE FUNCTIONS]"):first.index("[END AVAILABLE FUNCTIONS]")]
+    assert manual in shared
+    assert 'company (one of "A", "B", "C", "D", "E", "F"; required)' in manual
+    assert 'Values of this goal: DemoPlugin.GetInvoice company: "B", "D"\nGoal:' in first
+    assert 'Values of this goal: DemoPlugin.GetInvoice company: "A", "C"\nGoal:' in second
+
+
+def test_the_goals_values_are_set_apart_from_the_manual() -> None:
+    tools = _examples("DemoPlugin.GetInvoice", "DemoPlugin.Total")
+    shown = anchor_to_goal(tools, "What is the total of the invoices of A and C?")
+    manual, note = values_apart(tools, shown)
+    assert manual[0].parameters == tools[0].parameters  # every company listed
+    assert manual[1] is shown[1]  # "the result of another function": no value listed
+    assert note == 'Values of this goal: DemoPlugin.GetInvoice company: "A", "C"\n'
+    assert values_apart(tools, tools) == (tools, "")

@@ -1,28 +1,33 @@
-"""The order of the functions in a prompt's manual, chosen for KV-cache reuse.
+"""The order and split of a prompt's manual, chosen for KV-cache reuse.
 
 Why: llama.cpp reuses the longest prefix a prompt shares with the tokens already in its
-KV cache, and every token after the first difference is evaluated again (about 130 a
-second on a 2-core laptop). Two goals over the same tools differ in two places besides
-the goal line: the filter may offer another function or two, and `mentions` rewrites the
-manual entries of functions whose values the goal names (`one of "A", "C"`). So:
+KV cache, and every token after the first difference is evaluated again (130-190 a second
+on a 2-core laptop). Two goals over the same tools differ in two places besides the goal
+line: the filter may offer another function or two, and `mentions` rewrites the manual
+entries of functions whose values the goal names (`one of "A", "C"`). So:
 
-- `goal_dependent_last`: entries that list values this goal narrowed an argument to go
-  after the others, so the entries that read the same for most goals form one stable
-  block (an argument narrowed to "the result of another function" reads so for every
-  goal that names a value to look up, so it does not count);
+- `values_apart` (tree planner): the manual lists every value of such an argument, and
+  the values this goal names follow the manual in one line, before the goal; the
+  grammar still admits only those. The whole manual is then the same for every goal
+  over the same tools;
+- `goal_dependent_last` (sequential planner): the entries that list the goal's values
+  go after the others. The tree planner measured worse with it on the invoice seed
+  scenario (docs/BENCHMARKS.md, stop 38);
 - `OfferOrder`: within one session (an `Agent`, a `localagent chat`), a function keeps
   the place it had when first offered, and functions offered for the first time come
   after those seen before, so a new goal that adds a function shares the manual of the
   goal before it up to the end of their common part.
 
-Neither reads the goal: the first compares the values two copies of a schema list, the
-second remembers names. A fresh process (one `localagent run`, each benchmark task) sees canonical order
-with the narrowed entries last.
+None reads the goal: the first two compare the values two copies of a schema list, the
+third remembers names. A fresh process (one `localagent run`, each benchmark task) sees
+the filter's canonical order.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 
 from localagent.tools.manual import listed_values
 from localagent.tools.spec import ToolSpec
@@ -61,3 +66,27 @@ class OfferOrder:
         for spec in specs:
             self._rank.setdefault(spec.qualified_name, len(self._rank))
         return sorted(specs, key=lambda s: self._rank[s.qualified_name])
+
+
+def values_apart(original: Sequence[ToolSpec],
+                 shown: Sequence[ToolSpec]) -> tuple[list[ToolSpec], str]:
+    """`shown` for a goal-independent manual, and the goal's values as a note for after it:
+    each argument that lists other values than in `original` (the ones the goal names)
+    lists its original values in the manual, and the note says which of them this goal
+    allows ("" when none). The grammar still admits only the narrowed values."""
+    manual: list[ToolSpec] = []
+    lines: list[str] = []
+    for before, after in zip(original, shown, strict=True):
+        old = before.parameters.get("properties", {})
+        new = dict(after.parameters.get("properties", {}))
+        for name, schema in after.parameters.get("properties", {}).items():
+            values = listed_values(schema) if isinstance(schema, dict) else None
+            if values is not None and values != listed_values(old.get(name, {})):
+                new[name] = old[name]
+                shown_values = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+                lines.append(f"{after.qualified_name} {name}: {shown_values}")
+        same = new == after.parameters.get("properties", {})
+        manual.append(after if same else
+                      replace(after, parameters={**after.parameters, "properties": new}))
+    note = ("Values of this goal: " + "; ".join(lines) + "\n") if lines else ""
+    return manual, note

@@ -41,18 +41,20 @@ def _plan_text(plan: Any) -> str:
     return plan if isinstance(plan, str) else _dump(plan)
 
 
-def _task(goal: str, tools: Sequence[ToolSpec], compact: bool, english: str = "") -> str:
+def _task(goal: str, tools: Sequence[ToolSpec], compact: bool, english: str = "",
+          note: str = "") -> str:
     """The real task after the examples. `compact` (a technique): written exactly as an
     example is (one signature line), so the model continues a pattern it has just seen
     three times; else the full manual, one block per function. `english`: the goal in
     English (the filter's translation, "" when it is the goal itself), shown under the
-    goal: the small model plans English goals better (docs/BENCHMARKS.md)."""
+    goal: the small model plans English goals better (docs/BENCHMARKS.md). `note`: a line
+    between the manual and the goal (the goal's values, `layout.values_apart`)."""
     line = f"\nIn English: {english}" if english else ""
     if compact:
         return (f"Now the real task.\n\nFunctions: {_signatures(tools)}\nGoal: {goal}{line}"
                 "\nPlan:")
-    return (f"Now the real task. Functions:\n{render_manual(tools)}\n\nGoal: {goal}{line}"
-            "\nPlan:")
+    return (f"Now the real task. Functions:\n{render_manual(tools)}\n\n{note}Goal: {goal}"
+            f"{line}\nPlan:")
 
 
 TREE_SYSTEM = (
@@ -129,8 +131,9 @@ TREE_REASONING = (" First list the steps in \"reasoning\", one function call per
 def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan], *,
                 reasoning: bool = True, compact: bool = False,
                 decline: bool = False, expression: bool = False,
-                english: str = "") -> list[dict[str, str]]:
+                english: str = "", note: str = "") -> list[dict[str, str]]:
     """Chat messages for the tree planner: examples over other functions, the manual, the goal.
+    `note`: a line before the goal (`layout.values_apart`).
     `expression`: every plan written as a call expression (`plan_expression.py`), no
     reasoning field. `english`: the goal in English (`_task`).
 
@@ -149,7 +152,8 @@ def tree_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedP
               + (TREE_REASONING if reasoning else ""))
     shots = _shots(examples, write) + (
         _field_shots(True, reasoning, expression) if fields else "")
-    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact, english)}"
+    user = (f"Examples with other functions:\n\n{shots}\n\n"
+            f"{_task(goal, tools, compact, english, note)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

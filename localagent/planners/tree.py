@@ -38,7 +38,7 @@ from localagent.planners.coverage import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
-from localagent.planners.layout import goal_dependent_last
+from localagent.planners.layout import values_apart
 from localagent.planners.mentions import anchor_to_goal, stated_numbers
 from localagent.planners.nesting import arithmetic
 from localagent.planners.nouns import needed_functions
@@ -85,11 +85,9 @@ class TreePlanner:
         return self.techniques.shows_reasoning
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions as this goal's plan sees them (narrowed by `mentions`; the entries
-        the narrowing changed last, so the rest of the manual is a prefix other goals over
-        these tools share: layout.py)."""
+        """The functions as this goal's plan sees them (narrowed by `mentions`)."""
         if self.techniques.mentions:
-            return goal_dependent_last(self.tools, anchor_to_goal(self.tools, goal))
+            return anchor_to_goal(self.tools, goal)
         return self.tools
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
@@ -134,8 +132,14 @@ class TreePlanner:
              {"cover": [], "numbers": [], "needs": [], "roots": roots}), **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
+        """The prompt; with `tools` narrowed for the goal, the manual lists the arguments'
+        own values and the goal's follow it (`layout.values_apart`: one manual for every
+        goal over these tools, so its KV cache is reused)."""
         examples = choose_examples(goal, self.techniques)
-        return tree_prompt(goal, self.tools if tools is None else tools, examples,
+        shown, note = self.tools if tools is None else tools, ""
+        if tools is not None and not self.techniques.compact:
+            shown, note = values_apart(self.tools, tools)
+        return tree_prompt(goal, shown, examples, note=note,
                            reasoning=self.reasoning, compact=self.techniques.compact,
                            decline=self.techniques.decline,
                            expression=self.techniques.expression,
