@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from localagent.tools.manual import listed_values
 from localagent.tools.spec import ToolSpec
@@ -41,17 +42,22 @@ def goal_dependent_last(original: Sequence[ToolSpec],
     same: list[ToolSpec] = []
     narrowed: list[ToolSpec] = []
     for before, after in zip(original, shown, strict=True):
-        (narrowed if _lists_other_values(before, after) else same).append(after)
+        (narrowed if _values_narrowed(before, after) else same).append(after)
     return same + narrowed
 
 
-def _lists_other_values(before: ToolSpec, after: ToolSpec) -> bool:
+def _values_narrowed(before: ToolSpec, after: ToolSpec) -> dict[str, list[Any]]:
+    """The arguments of `after` that list other values than in `before`, with those
+    values (the ones the goal names)."""
     if after is before:
-        return False
+        return {}
     old = before.parameters.get("properties", {})
-    new = after.parameters.get("properties", {})
-    return any(listed_values(schema) not in (None, listed_values(old.get(name, {})))
-               for name, schema in new.items() if isinstance(schema, dict))
+    out: dict[str, list[Any]] = {}
+    for name, schema in after.parameters.get("properties", {}).items():
+        values = listed_values(schema) if isinstance(schema, dict) else None
+        if values is not None and values != listed_values(old.get(name, {})):
+            out[name] = values
+    return out
 
 
 class OfferOrder:
@@ -77,16 +83,15 @@ def values_apart(original: Sequence[ToolSpec],
     manual: list[ToolSpec] = []
     lines: list[str] = []
     for before, after in zip(original, shown, strict=True):
-        old = before.parameters.get("properties", {})
-        new = dict(after.parameters.get("properties", {}))
-        for name, schema in after.parameters.get("properties", {}).items():
-            values = listed_values(schema) if isinstance(schema, dict) else None
-            if values is not None and values != listed_values(old.get(name, {})):
-                new[name] = old[name]
-                shown_values = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
-                lines.append(f"{after.qualified_name} {name}: {shown_values}")
-        same = new == after.parameters.get("properties", {})
-        manual.append(after if same else
-                      replace(after, parameters={**after.parameters, "properties": new}))
+        narrowed = _values_narrowed(before, after)
+        if not narrowed:
+            manual.append(after)
+            continue
+        old = before.parameters["properties"]
+        properties = {**after.parameters["properties"], **{k: old[k] for k in narrowed}}
+        manual.append(replace(after, parameters={**after.parameters, "properties": properties}))
+        lines += [f"{after.qualified_name} {name}: "
+                  + ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+                  for name, values in narrowed.items()]
     note = ("Values of this goal: " + "; ".join(lines) + "\n") if lines else ""
     return manual, note
