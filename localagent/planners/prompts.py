@@ -172,10 +172,12 @@ SEQUENTIAL_REASONING = " First list the steps in \"reasoning\", then write the s
 
 def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[SolvedPlan],
                       *, reasoning: bool = True, compact: bool = False,
-                      decline: bool = False, english: str = "") -> list[dict[str, str]]:
+                      decline: bool = False, english: str = "",
+                      note: str = "") -> list[dict[str, str]]:
     """Chat messages for the sequential planner (Semantic Kernel BasicPlanner's idea, with
     ReWOO-style `$k` references so that one step can combine two earlier results).
-    `english`: the goal in English (`_task`)."""
+    `english`: the goal in English (`_task`). `note`: a line before the goal
+    (`layout.values_apart`)."""
     def write(ex: SolvedPlan) -> dict[str, Any]:
         plan = ex.sequential()
         return {"reasoning": ex.reasoning, **plan} if reasoning else plan
@@ -184,7 +186,8 @@ def sequential_prompt(goal: str, tools: Sequence[ToolSpec], examples: Sequence[S
     system = (SEQUENTIAL_SYSTEM + SEQUENTIAL_REFS + (SEQUENTIAL_NO_PLAN if decline else "")
               + (SEQUENTIAL_REASONING if reasoning else ""))
     shots = _shots(examples, write) + (_field_shots(False, reasoning) if fields else "")
-    user = f"Examples with other functions:\n\n{shots}\n\n{_task(goal, tools, compact, english)}"
+    user = (f"Examples with other functions:\n\n{shots}\n\n"
+            f"{_task(goal, tools, compact, english, note)}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 

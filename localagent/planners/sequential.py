@@ -36,7 +36,7 @@ from localagent.planners.base import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
-from localagent.planners.layout import goal_dependent_last
+from localagent.planners.layout import values_apart
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.nouns import needed_functions
@@ -78,15 +78,14 @@ class SequentialPlanner:
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`;
-        the entries `mentions` changed last, as in the tree planner: layout.py)."""
-        tools = self._piped
+        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`)."""
+        tools = self._unanchored(goal)
+        return anchor_to_goal(tools, goal) if self.techniques.mentions else tools
+
+    def _unanchored(self, goal: str) -> list[ToolSpec]:
+        """The functions (input piped) before `mentions`: narrowed by `named`, if on."""
         asked = self._asked(goal)
-        if asked:
-            tools = asked.narrowed()
-        if self.techniques.mentions:
-            return goal_dependent_last(tools, anchor_to_goal(tools, goal))
-        return tools
+        return asked.narrowed() if asked else self._piped
 
     def _asked(self, goal: str) -> AskedFunctions | None:
         """With `named`, what a prose goal asks for (named.py); else None."""
@@ -118,9 +117,14 @@ class SequentialPlanner:
         return replace(grammar, fast_forward=True)  # a plan is mostly forced JSON
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
+        """The prompt; with `tools` narrowed for the goal by `mentions`, the manual lists the
+        arguments' own values and the goal's follow it (`layout.values_apart`, as in the
+        tree planner: one manual for every goal over these tools)."""
         t = self.techniques
-        shown = self.tools if tools is None else tools
-        return sequential_prompt(goal, shown, choose_examples(goal, t),
+        shown, note = self.tools if tools is None else tools, ""
+        if tools is not None and t.mentions and not t.compact:
+            shown, note = values_apart(self._unanchored(goal), tools)
+        return sequential_prompt(goal, shown, choose_examples(goal, t), note=note,
                                  reasoning=t.shows_reasoning, compact=t.compact,
                                  decline=t.decline,
                                  english=self.settings.english(goal) if self.settings.english
