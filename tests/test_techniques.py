@@ -422,6 +422,18 @@ def test_mentions_narrow_an_enum_to_nothing_only_when_a_call_can_give_its_value(
     assert anchor_to_goal([boss], "Who is the boss of the boss?")[0] == boss
 
 
+def test_mentions_list_the_named_values_in_the_goals_order() -> None:
+    """Two values of one enum are listed in the order the goal writes them, whatever
+    the enum's own order and the goal's language; the grammar still admits either."""
+    from localagent.planners.mentions import anchor_to_goal
+
+    for goal, expected in (("I bet 100 EUR. How many USD is that?", ["EUR", "USD"]),
+                           ("¿Cuántos USD son 100 EUR?", ["USD", "EUR"]),
+                           ("100 EUR是多少USD？", ["EUR", "USD"])):
+        props = anchor_to_goal([TO_CURRENCY], goal)[0].parameters["properties"]
+        assert props["source"]["enum"] == props["target"]["enum"] == expected, goal
+
+
 def test_mentions_read_values_and_numbers_in_every_script(registry) -> None:
     """A value is named where the characters next to it do not continue it: a letter or
     digit of its own spaced script does, punctuation, spaces and characters of a script

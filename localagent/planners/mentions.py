@@ -79,17 +79,23 @@ def mentioned(value: str, goal: str) -> bool:
     (NFKC: full-width "Ｏｓｋａｒ" is "Oskar"), where the characters either side do not
     continue it (`_continues`): "Nepal" is named in "Nepal's" and "Nepal的首都", not in
     "Nepali"; a value in a script written without spaces is named anywhere in the goal."""
+    return first_mention(value, goal) is not None
+
+
+def first_mention(value: str, goal: str) -> int | None:
+    """Where `goal` first names `value` (as `mentioned` reads it), in folded characters;
+    None where it does not."""
     v, text = _fold(value), _fold(goal)
     if not v:
-        return False
+        return None
     at = text.find(v)
     while at >= 0:
         end = at + len(v)
         if not (at and _continues(text[at - 1], v[0])) and not (
                 end < len(text) and _continues(text[end], v[-1])):
-            return True
+            return at
         at = text.find(v, at + 1)
-    return False
+    return None
 
 
 CONSTANTS = (0, 1, 2, 3, 4, 5, 10, 12, 24, 60, 100, 1000, 1000000)
@@ -124,7 +130,7 @@ def _anchor(schema: Any, goal: str, first_number: bool = False,
         return schema
     enum = schema.get("enum")
     if string_enum(schema):
-        named = [v for v in enum if mentioned(v, goal)]
+        named = _in_goal_order(enum, goal)
         if not named and not producible():
             return schema
         return {**schema, "enum": named, DECLARED: schema.get(DECLARED, enum)}
@@ -134,6 +140,14 @@ def _anchor(schema: Any, goal: str, first_number: bool = False,
             numbers = [n for n in numbers if isinstance(n, int)]
         return {**schema, "enum": numbers, DECLARED: None}
     return schema
+
+
+def _in_goal_order(values: Sequence[str], goal: str) -> list[str]:
+    """The `values` the goal names, in the order it names them: where the goal states
+    two of one enum ("100 EUR in USD"), the first it writes comes first in the manual and
+    the prompt, next to the argument the model fills first."""
+    at = {v: first_mention(v, goal) for v in values}
+    return sorted((v for v in values if at[v] is not None), key=lambda v: at[v])
 
 
 def _names_a_value(tools: Sequence[ToolSpec], goal: str) -> bool:
