@@ -1,6 +1,7 @@
-"""The manual's order for KV-cache reuse (`planners/layout.py`): narrowed entries last, a
-session's first-offered order, and the prompts two consecutive goals really share (real
-MiniLM and Chroma for the filter, a scripted model)."""
+"""The manual laid out for KV-cache reuse (`planners/layout.py`): the goal's values set
+apart, a session's first-offered order, and the prompts two consecutive goals really
+share in the tree and sequential planners (real MiniLM and Chroma for the filter, a
+scripted model)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import pytest
 
 from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
-from localagent.planners.layout import OfferOrder, goal_dependent_last, values_apart
+from localagent.planners.layout import OfferOrder, values_apart
 from localagent.planners.mentions import anchor_to_goal
 from localagent.retrieval import FilterOptions, ToolIndex
 from localagent.tools.registry import default_registry
@@ -23,17 +24,6 @@ ARITHMETIC = ("MathPlugin.add", "MathPlugin.subtract", "MathPlugin.multiply",
 def _examples(*names: str) -> list[ToolSpec]:
     specs = {s.qualified_name: s for s in default_registry(examples=True).specs()}
     return [specs[n] for n in names]
-
-
-def test_entries_listing_the_goals_values_go_last() -> None:
-    tools = _examples("DemoPlugin.GetInvoice", "DemoPlugin.Total", "CurrencyPlugin.GetExchangeRate")
-    shown = anchor_to_goal(tools, "What is the total of the invoices of A and C?")
-    ordered = goal_dependent_last(tools, shown)
-    # GetInvoice now lists "A", "C": last. Total's first argument now reads "the result of
-    # another function" (as for every goal that names a value to look up): it stays.
-    assert [t.name for t in ordered] == ["Total", "GetExchangeRate", "GetInvoice"]
-    assert ordered[-1] is shown[0]
-    assert goal_dependent_last(tools, tools) == tools
 
 
 def test_a_session_keeps_the_order_of_first_offer() -> None:
@@ -51,8 +41,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> ToolIndex:
     return ToolIndex(tmp_path_factory.mktemp("layout-index"))
 
 
-def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex) -> None:
-    """`mentions` narrows GetInvoice to each goal's companies: the tree prompt lists all
+@pytest.mark.parametrize("planner", ["tree", "sequential"])
+def test_consecutive_goals_share_the_whole_manual(index: ToolIndex, planner: str) -> None:
+    """`mentions` narrows GetInvoice to each goal's companies: the prompt lists all
     companies in the manual and the goal's after it, so the second plan prompt shares the
     first one's whole manual."""
     plans = {
@@ -66,6 +57,10 @@ def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex)
             return goal
         function, x, y = plans[goal]
         call = lambda c: {"function": "DemoPlugin.GetInvoice", "args": {"company": c}}
+        if planner == "sequential":
+            return json.dumps({"input": "", "subtasks": [
+                call(x), call(y), {"function": function,
+                                   "args": {"value1": "$1", "value2": "$2"}}]})
         return json.dumps({"function": function, "args": {"value1": call(x), "value2": call(y)}})
 
     from localagent.agent import Agent
@@ -73,7 +68,7 @@ def test_consecutive_goals_share_the_manual_up_to_what_differs(index: ToolIndex)
     llm = ScriptedLLM(responder=respond)
     agent = Agent(llm, examples=True, index=index, techniques="default",
                   filter=FilterOptions(max_relevant_functions=6, included_functions=ARITHMETIC))
-    answers = [agent.run(goal, planner="tree").answer for goal in plans]
+    answers = [agent.run(goal, planner=planner).answer for goal in plans]
     assert answers == [-5200, 22000]
     first, second = (r.prompt for r in llm.requests if r.constraint is not None)
     shared = os.path.commonprefix([first, second])

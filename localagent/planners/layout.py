@@ -6,21 +6,19 @@ on a 2-core laptop). Two goals over the same tools differ in two places besides 
 line: the filter may offer another function or two, and `mentions` rewrites the manual
 entries of functions whose values the goal names (`one of "A", "C"`). So:
 
-- `values_apart` (tree planner): the manual lists every value of such an argument, and
-  the values this goal names follow the manual in one line, before the goal; the
-  grammar still admits only those. The whole manual is then the same for every goal
-  over the same tools;
-- `goal_dependent_last` (sequential planner): the entries that list the goal's values
-  go after the others. The tree planner measured worse with it on the invoice seed
-  scenario (docs/BENCHMARKS.md, stop 38);
+- `values_apart` (tree and sequential planners): the manual lists every value of such
+  an argument, and the values this goal names follow the manual in one line, before the
+  goal; the grammar still admits only those. The whole manual is then the same for
+  every goal over the same tools. (Moving the narrowed entries to the end of the
+  manual instead was measured and dropped: docs/BENCHMARKS.md, stops 38-39);
 - `OfferOrder`: within one session (an `Agent`, a `localagent chat`), a function keeps
   the place it had when first offered, and functions offered for the first time come
   after those seen before, so a new goal that adds a function shares the manual of the
   goal before it up to the end of their common part.
 
-None reads the goal: the first two compare the values two copies of a schema list, the
-third remembers names. A fresh process (one `localagent run`, each benchmark task) sees
-the filter's canonical order.
+None reads the goal: `values_apart` compares the values two copies of a schema list,
+`OfferOrder` remembers names. A fresh process (one `localagent run`, each benchmark
+task) sees the filter's canonical order.
 """
 
 from __future__ import annotations
@@ -32,18 +30,6 @@ from typing import Any
 
 from localagent.tools.manual import listed_values
 from localagent.tools.spec import ToolSpec
-
-
-def goal_dependent_last(original: Sequence[ToolSpec],
-                        shown: Sequence[ToolSpec]) -> list[ToolSpec]:
-    """`shown` (the same functions as `original`, in its order, some narrowed for a goal)
-    with the functions that list other values than before (`listed_values`) moved to the
-    end, both parts in their order."""
-    same: list[ToolSpec] = []
-    narrowed: list[ToolSpec] = []
-    for before, after in zip(original, shown, strict=True):
-        (narrowed if _values_narrowed(before, after) else same).append(after)
-    return same + narrowed
 
 
 def _values_narrowed(before: ToolSpec, after: ToolSpec) -> dict[str, list[Any]]:
