@@ -143,9 +143,10 @@ def _anchor(schema: Any, goal: str, first_number: bool = False,
 
 
 def _in_goal_order(values: Sequence[str], goal: str) -> list[str]:
-    """The `values` the goal names, in the order it names them: where the goal states
-    two of one enum ("100 EUR in USD"), the first it writes comes first in the manual and
-    the prompt, next to the argument the model fills first."""
+    """The `values` the goal names, in the order it names them. Why: where the goal
+    states two values of one enum ("100 EUR in USD"), the small model tends to take the
+    first value listed for the first such argument; listed in the enum's own order it
+    converted from USD (docs/BENCHMARKS.md, stop 39). Positions, not words: any language."""
     at = {v: first_mention(v, goal) for v in values}
     return sorted((v for v in values if at[v] is not None), key=lambda v: at[v])
 
