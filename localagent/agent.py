@@ -200,17 +200,12 @@ class Agent:
         self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
         return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
 
-    def _shown_english(self) -> PlannerSettings:
-        """The settings, with the filter's English translation of a goal shown to the
-        planner where one was made (`PlannerSettings.english`)."""
-        if self._translator is None:
-            return self.settings
-        return replace(self.settings, english=self.translation_of)
-
     def _planner(self, planner: str, specs: list[ToolSpec]) -> Any:
         """The plan planner, shown the filter's English translation of the goal if one
         was made (`PlannerSettings.english`)."""
-        settings = self._shown_english()
+        settings = self.settings
+        if self._translator is not None:
+            settings = replace(settings, english=self.translation_of)
         if planner == "tree":
             from localagent.planners.tree import TreePlanner
 
@@ -274,7 +269,7 @@ class Agent:
         if ctx.planner == "react":
             from localagent.planners.react import ReactPlanner
 
-            out: Any = ReactPlanner(self.llm, ctx.specs, self._shown_english()).run(
+            out: Any = ReactPlanner(self.llm, ctx.specs, self.settings).run(
                 ctx.goal, executor, max_iterations=max_iterations, on_event=on_event)
         else:
             from localagent.planners.tool_calling import ToolCallingPlanner

@@ -133,18 +133,3 @@ def test_the_plan_prompt_shows_the_translation_only_when_it_differs(
     prompt = llm.requests[1].prompt
     assert f"Goal: {goal}\n" in prompt
     assert (f"In English: {english}" in prompt) is shown
-
-
-def test_the_react_prompt_shows_the_translation_under_the_question(index: ToolIndex) -> None:
-    from localagent.agent import Agent
-
-    goal, english = "Wie hoch ist die Rechnung der Firma D?", "What is the invoice of company D?"
-    llm = ScriptedLLM([english,
-                       'Thought: look it up\nAction: DemoPlugin.GetInvoice\nAction Input: '
-                       '{"company": "D"}',
-                       "Thought: done\nFinal Answer: 6700"])
-    agent = Agent(llm, examples=True, index=index, techniques="plain",
-                  filter=FilterOptions(max_relevant_functions=4))
-    result = agent.run(goal, planner="react")
-    assert result.answer in (6700, "6700")
-    assert f"Question: {goal}\nIn English: {english}" in llm.requests[1].prompt

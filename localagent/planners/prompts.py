@@ -231,23 +231,21 @@ REACT_DECLINE = ("\nIf none of the tools can answer the question, write at once:
 
 
 def react_header(goal: str, tools: Sequence[ToolSpec], chat: Any | None, *,
-                 decline: bool = False, english: str = "") -> str:
+                 decline: bool = False) -> str:
     """The fixed start of every ReAct step's prompt; steps append to it, never rewrite it.
 
     `chat`: the LLM, to render with its chat template (the transcript then continues the
     assistant's turn), or None for a plain-text prompt. `decline`: the instructions name
-    the refusal answer (`NO_TOOL_ANSWER`). `english`: the goal in English, shown under the
-    question as in the plan prompts (`_task`).
+    the refusal answer (`NO_TOOL_ANSWER`).
     """
     text = REACT_INSTRUCTIONS.format(manual=render_manual(tools),
                                      names=", ".join(t.qualified_name for t in tools))
     if decline:
         text = text.replace("\n\nBegin!", REACT_DECLINE + "\nBegin!")
-    question = f"Question: {goal}" + (f"\nIn English: {english}" if english else "")
     if chat is None or chat.info.chat_format is None:
-        return f"{text}\n\n{question}\n"
+        return f"{text}\n\nQuestion: {goal}\n"
     return chat.format_chat([{"role": "system", "content": text},
-                             {"role": "user", "content": question}])
+                             {"role": "user", "content": f"Question: {goal}"}])
 
 
 TOOLS_SYSTEM = (

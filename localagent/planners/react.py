@@ -155,9 +155,7 @@ class ReactPlanner:
             emit("react_step", {"declined": True})
             out.stop_reason = NO_TOOL_MESSAGE
             return out
-        english = self.settings.english(goal) if self.settings.english else ""
-        prompt = react_header(goal, self.tools, self.llm, decline=self.techniques.decline,
-                              english=english)
+        prompt = react_header(goal, self.tools, self.llm, decline=self.techniques.decline)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded
         t = self.techniques
