@@ -81,3 +81,11 @@ def values_apart(original: Sequence[ToolSpec],
                   for name, values in narrowed.items()]
     note = ("Values of this goal: " + "; ".join(lines) + "\n") if lines else ""
     return manual, note
+
+
+def plan_manual(original: Sequence[ToolSpec],
+                tools: Sequence[ToolSpec], compact: bool) -> tuple[list[ToolSpec], str]:
+    """The functions and the values note a plan prompt shows for `tools` (`original` as
+    narrowed for one goal): `values_apart`, except in a compact prompt (one signature
+    line per function, no manual to keep stable), which shows `tools` as they are."""
+    return (list(tools), "") if compact else values_apart(original, tools)

@@ -36,7 +36,7 @@ from localagent.planners.base import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
-from localagent.planners.layout import values_apart
+from localagent.planners.layout import plan_manual
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.named import AskedFunctions, asked_functions
 from localagent.planners.nouns import needed_functions
@@ -117,13 +117,12 @@ class SequentialPlanner:
         return replace(grammar, fast_forward=True)  # a plan is mostly forced JSON
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
-        """The prompt; with `tools` narrowed for the goal by `mentions`, the manual lists the
-        arguments' own values and the goal's follow it (`layout.values_apart`, as in the
-        tree planner: one manual for every goal over these tools)."""
+        """The prompt; with `tools` narrowed for the goal, the manual lists the arguments'
+        own values and the goal's follow it (`layout.plan_manual`, as in the tree planner:
+        one manual for every goal over these tools)."""
         t = self.techniques
-        shown, note = self.tools if tools is None else tools, ""
-        if tools is not None and t.mentions and not t.compact:
-            shown, note = values_apart(self._unanchored(goal), tools)
+        shown, note = (self.tools, "") if tools is None else plan_manual(
+            self._unanchored(goal), tools, t.compact)
         return sequential_prompt(goal, shown, choose_examples(goal, t), note=note,
                                  reasoning=t.shows_reasoning, compact=t.compact,
                                  decline=t.decline,

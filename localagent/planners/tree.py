@@ -38,7 +38,7 @@ from localagent.planners.coverage import (
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
 from localagent.planners.head import head_roots, narrow_roots
-from localagent.planners.layout import values_apart
+from localagent.planners.layout import plan_manual
 from localagent.planners.mentions import anchor_to_goal, stated_numbers
 from localagent.planners.nesting import arithmetic
 from localagent.planners.nouns import needed_functions
@@ -133,12 +133,11 @@ class TreePlanner:
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         """The prompt; with `tools` narrowed for the goal, the manual lists the arguments'
-        own values and the goal's follow it (`layout.values_apart`: one manual for every
+        own values and the goal's follow it (`layout.plan_manual`: one manual for every
         goal over these tools, so its KV cache is reused)."""
         examples = choose_examples(goal, self.techniques)
-        shown, note = self.tools if tools is None else tools, ""
-        if tools is not None and not self.techniques.compact:
-            shown, note = values_apart(self.tools, tools)
+        shown, note = (self.tools, "") if tools is None else plan_manual(
+            self.tools, tools, self.techniques.compact)
         return tree_prompt(goal, shown, examples, note=note,
                            reasoning=self.reasoning, compact=self.techniques.compact,
                            decline=self.techniques.decline,

@@ -14,9 +14,10 @@ Contract: nothing here reads a word of any language; the model translates, from 
 few-shot prompt (examples in German, Chinese, English and Spanish on topics that no suite
 has, the English one left as it is). Greedy, one line, at most `MAX_TOKENS` tokens;
 an empty or cut reply, or the goal itself, adds no query. The translation is only a
-query: planners still plan from the goal as the user wrote it, so values stay verbatim. One translation per distinct
-goal per `QueryTranslator` (a chat asking again does not pay again). The call runs beside
-the model's KV cache (`LLM.aside`), so the planner's cached prompt prefix survives it.
+query: planners still plan from the goal as the user wrote it, so values stay verbatim.
+One translation per distinct goal per `QueryTranslator` (a chat asking again does not
+pay again). The call runs beside the model's KV cache (`LLM.aside`), so the planner's
+cached prompt prefix survives it.
 """
 
 from __future__ import annotations
