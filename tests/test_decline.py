@@ -164,3 +164,35 @@ def test_real_model_declines_a_goal_no_tool_answers_without_calling_anything() -
     assert out["steps"] == [] and out["plan"] is None
     # the filter's goal translation and the probe: no plan was generated
     assert out["usage"]["calls"] == 2
+
+
+def test_real_model_declines_calls_that_invent_the_values_the_goal_never_states(
+        default_llm) -> None:
+    """BFCL v4 `irrelevance_45`: "the sine of 45 degrees", offered only a polygon
+    builder. The default model is sure it would call (P(call) 0.94, so the probe lets it
+    through) and calls `create_polygon` with vertices it made up; fewer than half of the
+    required values are stated by the goal (`stated.stated_share`), so the tools planner
+    declines before anything runs. A goal that states the vertices, in Spanish, is run."""
+    from localagent.planners.base import PlannerSettings
+    from localagent.tools.from_schema import RecordingStub, schema_tool
+    from localagent.tools.registry import ToolRegistry
+
+    stub = RecordingStub()
+    registry = ToolRegistry(default_llm)
+    registry.add_tool(schema_tool({
+        "name": "create_polygon", "description": "Create a polygon shape with given vertices.",
+        "parameters": {"type": "object", "required": ["vertices", "is_closed"], "properties": {
+            "vertices": {"type": "array", "items": {"type": "number"},
+                         "description": "List of vertices (x, y) to define the shape."},
+            "is_closed": {"type": "boolean", "description": "Whether to close the shape."},
+            "stroke_width": {"type": "integer", "description": "Stroke width. Default: 5"}}}},
+        stub))
+    agent = Agent(default_llm, registry=registry, settings=PlannerSettings(seed=0))
+    result = agent.run("Calculate the sine of 45 degree.", planner="tools")
+    assert result.stop_reason == ("declined: the goal states too few of the values its first "
+                                  "calls need"), result.to_dict()
+    assert result.answer is None and stub.calls == []
+    result = agent.run("Crea un polígono cerrado con los vértices 0, 0, 4, 0, 4, 3.",
+                       planner="tools")
+    assert not result.stop_reason.startswith("declined"), result.to_dict()
+    assert stub.calls and stub.calls[0][0] == "functions.create_polygon", stub.calls

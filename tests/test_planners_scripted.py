@@ -353,6 +353,24 @@ def test_grounded_tool_calling_declines_when_the_probe_answers_in_prose(registry
     assert not out.declined and plain.requests[0].constraint is not None
 
 
+def test_tool_calling_declines_first_calls_whose_values_the_goal_does_not_state(registry):
+    """The probe opens a call, but the first turn calls with a value the goal never writes
+    (`stated.stated_share` below `decline.STATED_BELOW`): no offered function fits, and
+    the run ends declined before anything runs. The same call for a goal that writes the
+    city, in any script, runs."""
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    call = tc("WeatherPlugin.DidItRainToday", city="Athens")
+    llm = ScriptedLLM(["<tool_call>", call, call])
+    out = ToolCallingPlanner(llm, specs).run("Write a haiku about autumn.", Executor(registry))
+    assert out.declined and out.answer is None and out.turns == []
+    assert out.stop_reason == "declined: the goal states too few of the values its first " \
+                              "calls need"
+    for goal in ("Did it rain in Athens today?", "Athens今天下雨了吗？"):
+        llm = ScriptedLLM(["<tool_call>", call, call, "true"])
+        out = ToolCallingPlanner(llm, specs).run(goal, Executor(registry))
+        assert not out.declined and out.answer == "true"
+
+
 def test_bare_json_calls_are_read_as_calls(registry):
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     bare = json.dumps({"name": "WeatherPlugin.DidItRainToday", "arguments": {"city": "Athens"}})

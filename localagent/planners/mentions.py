@@ -82,17 +82,18 @@ def mentioned(value: str, goal: str) -> bool:
     return first_mention(value, goal) is not None
 
 
-def first_mention(value: str, goal: str) -> int | None:
+def first_mention(value: str, goal: str, *, inflected: bool = False) -> int | None:
     """Where `goal` first names `value` (as `mentioned` reads it), in folded characters;
-    None where it does not."""
+    None where it does not. `inflected`: the goal may continue the value on its right
+    (an ending: "living rooms" names "Living room", "Berlins" names "Berlin")."""
     v, text = _fold(value), _fold(goal)
     if not v:
         return None
     at = text.find(v)
     while at >= 0:
         end = at + len(v)
-        if not (at and _continues(text[at - 1], v[0])) and not (
-                end < len(text) and _continues(text[end], v[-1])):
+        if not (at and _continues(text[at - 1], v[0])) and (inflected or not (
+                end < len(text) and _continues(text[end], v[-1]))):
             return at
         at = text.find(v, at + 1)
     return None

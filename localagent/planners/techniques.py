@@ -31,6 +31,9 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               | sequential, react  | its first token opens a call with probability < 0.3, the  |
 |               |                    | run ends declined ("no offered tool fits", no answer;     |
 |               |                    | tools: with grounded) (decline.py)                        |
+|               | tools              | also after the first turn, before it runs: when the goal  |
+|               |                    | states under half its calls' required values, or not all  |
+|               |                    | of them and P(call) < 0.9 (stated.py)                     |
 |               | tree, sequential   | the grammar also admits the refusal plan (the pseudo-     |
 |               |                    | function `none`, alone); writing it ends the run declined |
 |               | react              | the first step may also be the Final Answer "none of the  |

@@ -46,10 +46,11 @@ from localagent.planners.base import (
 )
 from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
-from localagent.planners.decline import first_turn, model_declines
+from localagent.planners.decline import DECLINE_BELOW, calls_invented, first_turn, probe
 from localagent.planners.grounding import answer_choice, labelled_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
+from localagent.planners.stated import stated_share
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
@@ -143,13 +144,12 @@ class ToolCallingPlanner:
         return native_reply(self.llm, goal, tools, self.schemas, max_tokens=self.max_tokens,
                             max_calls=max_calls, seed=self.settings.seed, log=log)
 
-    def declines(self, messages: Sequence[Message], log: GenerationLog) -> bool:
-        """Whether the model, left free, answers the goal without calling a tool
-        (`decline.model_declines`; the prompt is the first turn's own, so its prefix is
-        reused). A grounded turn with nothing observed must call a tool, and under that
-        grammar the model would call *something* even for a goal no tool fits."""
-        return model_declines(self.llm, messages, self.tools, self.settings, log,
-                              schemas=self.schemas)
+    def call_probability(self, messages: Sequence[Message], log: GenerationLog) -> float | None:
+        """The model's probability, left free, of calling a tool rather than answering
+        (`decline.probe`; None: it cannot tell; the prompt is the first turn's own, so
+        its prefix is reused). A grounded turn with nothing observed must call a tool, and
+        under that grammar the model would call *something* even for a goal no tool fits."""
+        return probe(self.llm, messages, self.tools, self.settings, log, schemas=self.schemas)
 
     def _turn_tools(self, goal: str, observed: list[Any]) -> list[ToolSpec]:
         """With `mentions`, as in ReAct: a call's keys and numbers come from the goal or
@@ -175,17 +175,16 @@ class ToolCallingPlanner:
         trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (turn, function, args, value)
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
+        p_call: float | None = None  # with `decline`: the probe's reading before turn 1
         for i in range(1, max_iterations + 1):
             stated = labelled_answers(check.answer_values(observed), trail, coverage.last,
                                       t.result, labels=True) if grounded else None
             answers = None if stated is None else list(stated)
-            if t.decline and answers == [] and not out.turns \
-                    and self.declines(messages, out.log):
-                out.declined = True
-                out.stop_reason = "declined: the model answered without calling any offered tool"
-                _emit(out, on_event, "tool_turn", {"calls": [], "answer": None,
-                                                   "declined": True})
-                return out
+            if t.decline and answers == [] and not out.turns:
+                p_call = self.call_probability(messages, out.log)
+                if p_call is not None and p_call < DECLINE_BELOW:
+                    return _declined(out, on_event, "the model answered without calling "
+                                                    "any offered tool")
             tools = self._turn_tools(goal, [v for _, v in observed])
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
@@ -204,6 +203,10 @@ class ToolCallingPlanner:
                 reply = self.native_turn(goal, out.log, tools,
                                          check.max_calls or MAX_CALLS_PER_TURN)
                 turn = agreed(turn, reply.turn, tools)
+            if p_call is not None and not out.turns and turn.calls and calls_invented(
+                    p_call, stated_share(turn.calls, goal, self.tools)):
+                return _declined(out, on_event, "the goal states too few of the values its "
+                                                "first calls need")
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
@@ -282,6 +285,15 @@ def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
         ok = tool is not None and not args_errors(tool, merged)
         calls.append(ToolCall(function=c.function, args=merged) if ok else c)
     return ToolCallTurn(calls=tuple(calls))
+
+
+def _declined(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None,
+              why: str) -> ToolCallingOutcome:
+    """`out` ended declined, nothing called: no offered tool fits the goal."""
+    out.declined = True
+    out.stop_reason = f"declined: {why}"
+    _emit(out, on_event, "tool_turn", {"calls": [], "answer": None, "declined": True})
+    return out
 
 
 def _emit(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None, kind: str,
