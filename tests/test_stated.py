@@ -10,7 +10,12 @@ import pytest
 
 from localagent.grammar.parse import ToolCall
 from localagent.planners.decline import calls_invented
-from localagent.planners.stated import stated_share, value_stated, written_numbers
+from localagent.planners.stated import (
+    stated_share,
+    value_stated,
+    without_unstated_options,
+    written_numbers,
+)
 from localagent.tools.from_schema import schema_tool
 
 CONVERT = schema_tool({
@@ -118,3 +123,30 @@ def test_first_calls_count_as_invented_below_half_or_when_unsure_and_not_all_sta
 def test_written_numbers_read_digits_wherever_they_stand(goal: str,
                                                          numbers: list[float]) -> None:
     assert written_numbers(goal) == numbers
+
+
+MATCH = schema_tool({
+    "name": "sports.match_results",
+    "description": "Returns the results of a given match between two teams.",
+    "parameters": {"type": "object", "properties": {
+        "team1": {"type": "string"}, "team2": {"type": "string"},
+        "season": {"type": "string", "description": "Default is the current season."},
+        "venue": {"type": "string", "enum": ["home", "away"]},
+        "rounds": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["team1", "team2"]},
+}).spec
+
+
+def test_optional_values_the_goal_does_not_state_are_left_to_their_default() -> None:
+    call = ToolCall(MATCH.qualified_name, {"team1": "Bulls", "team2": "Lakers",
+                                           "season": "2023", "venue": "away",
+                                           "rounds": [1, 2]})
+    goal = "Who won the last match between Bulls and Lakers in rounds 1 and 2?"
+    (kept,) = without_unstated_options([call], goal, [MATCH])
+    # the made-up season goes; an enum value and stated numbers stay; required args stay
+    assert kept.args == {"team1": "Bulls", "team2": "Lakers", "venue": "away",
+                         "rounds": [1, 2]}
+    (kept,) = without_unstated_options([call], "¿Quién ganó la temporada 2023? Bulls", [MATCH])
+    assert kept.args["season"] == "2023" and "rounds" not in kept.args
+    other = ToolCall("functions.unknown", {"x": "made up"})
+    assert without_unstated_options([other], goal, [MATCH]) == (other,)

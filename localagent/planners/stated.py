@@ -1,5 +1,6 @@
 """How much of a turn's calls the goal states: the share of their required values that the
-goal writes (`stated_share`).
+goal writes (`stated_share`), and calls without the optional values it does not state
+(`without_unstated_options`).
 
 Why: a model offered only functions that do not fit a goal calls one anyway more often than
 it declines (BFCL `irrelevance`: "the sine of 45 degrees" answered with
@@ -8,7 +9,9 @@ it declines (BFCL `irrelevance`: "the sine of 45 degrees" answered with
 values the function requires. Where a function fits, the goal states most of them (a name,
 a title, a number, a date). So the share of required values the goal states is evidence,
 next to the model's own probability of calling (`decline.py`), that no offered function
-fits.
+fits. An optional argument the goal gives no value for has a default for that case, and a
+value the model made up for it replaces the default with a guess (BFCL: `season="2023"`
+for "the last match", `store_location="all"`).
 
 A value counts as stated when:
 - it is a string the goal names, perhaps with an ending (`mentions.first_mention`,
@@ -123,3 +126,26 @@ def stated_share(calls: Sequence[ToolCall], goal: str,
                 total += 1
                 stated += value_stated(leaf, goal, numbers, choices)
     return stated / total if total else None
+
+
+def without_unstated_options(calls: Sequence[ToolCall], text: str,
+                             tools: Sequence[ToolSpec]) -> tuple[ToolCall, ...]:
+    """`calls` without the optional arguments whose value `text` (the goal, and what calls
+    returned so far) does not state: the function's default applies instead. Required
+    arguments and calls of functions not in `tools` are kept as they are."""
+    spec = {t.qualified_name: t for t in tools}
+    numbers = written_numbers(text)
+    out = []
+    for call in calls:
+        tool = spec.get(call.function)
+        if tool is None:
+            out.append(call)
+            continue
+        required = set(tool.parameters.get("required", []))
+        properties = tool.parameters.get("properties", {})
+        args = {name: value for name, value in call.args.items()
+                if name in required or all(
+                    value_stated(leaf, text, numbers, _choices(properties.get(name)))
+                    for leaf in _leaves(value))}
+        out.append(call if args == call.args else ToolCall(call.function, args))
+    return tuple(out)

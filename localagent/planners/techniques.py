@@ -38,6 +38,8 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | function `none`, alone); writing it ends the run declined |
 |               | react              | the first step may also be the Final Answer "none of the  |
 |               |                    | tools can answer this": the run ends declined             |
+| defaults      | tools              | an optional argument whose value neither the goal nor a   |
+|               |                    | result states is left out: its default applies (stated.py)|
 | native        | tools              | the first turn is also written as the model writes it     |
 |               |                    | alone (no grammar, no planner prompt); where its calls are |
 |               |                    | valid and call the same functions as the constrained      |
@@ -131,6 +133,7 @@ class Techniques:
     grounded: bool = False
     decline: bool = False
     native: bool = False
+    defaults: bool = False
     cover: bool = False
     values: bool = False
     calls: bool = False
@@ -163,7 +166,7 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, decline=False, native=False, cover=False, values=False, calls=False, together=False, check=False,
+                          grounded=False, decline=False, native=False, defaults=False, cover=False, values=False, calls=False, together=False, check=False,
                           answer=False, head=False, nouns=False, shallow=False,
                           numbers=False, result=False, ordered=False, distinct=False,
                           typed=False,

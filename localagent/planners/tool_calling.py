@@ -50,7 +50,7 @@ from localagent.planners.decline import DECLINE_BELOW, calls_invented, first_tur
 from localagent.planners.grounding import answer_choice, labelled_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
-from localagent.planners.stated import stated_share
+from localagent.planners.stated import stated_share, without_unstated_options
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
@@ -207,6 +207,11 @@ class ToolCallingPlanner:
                     p_call, stated_share(turn.calls, goal, self.tools)):
                 return _declined(out, on_event, "the goal states too few of the values its "
                                                 "first calls need")
+            if t.defaults and turn.calls:
+                seen = "\n".join(json.dumps(v, ensure_ascii=False, default=str)
+                                 for _, v in observed)
+                turn = ToolCallTurn(calls=without_unstated_options(
+                    turn.calls, f"{goal}\n{seen}", self.tools))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
