@@ -73,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default', "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, native, "
-        "cover, values, calls, together, check, answer, head, nouns, shallow, numbers, result, "
+        "defaults, cover, values, calls, together, check, answer, head, nouns, shallow, numbers, result, "
         "ordered, distinct, typed, compact, backrefs, pipe, named, expression, replan=N, "
         "vote=K), or "
         "changes to each planner's default: +name, +name=N, -name, comma-separated (a value starting "

@@ -234,8 +234,9 @@ class Techniques:
 # `values` holds the loop until each of those values reached a call: multilingual subset
 # 8/56 against 6/56, BFCL development and held-out unchanged (29/40, 12/24). Leaving out
 # optional arguments whose values nobody stated (`defaults`) stays opt-in: BFCL development
-# +3 of 80, none lost, but on the held-out check it dropped values users imply in words (a
-# date, a URL built from the goal's parts): live_simple 5/8 with it against 7/8 before.
+# +3 of 80, none lost, but on the held-out check it dropped values the goal gives in another
+# form (a date whose month is a word, a URL built from the goal's parts): live_simple 5/8
+# with it against 7/8 before.
 PLANNER_DEFAULTS: dict[str, Techniques] = {
     "tools": Techniques(mentions=False, backrefs=False, grounded=True, decline=True,
                         native=True, values=True),
