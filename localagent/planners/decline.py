@@ -31,6 +31,10 @@ irrelevant ones).
 
 The probe reads only the model's first token (does it open a call?), never the words of the
 goal or of the reply.
+
+The tools planner asks once more after its first turn, before anything runs
+(`calls_invented`): calls that take values the goal never states were made up for a goal
+no offered function fits, however sure the model was that it would call (`stated.py`).
 """
 
 from __future__ import annotations
