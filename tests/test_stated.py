@@ -119,6 +119,7 @@ def test_first_calls_count_as_invented_below_half_or_when_unsure_and_not_all_sta
     ("3,5 € oder 0.25 $", [3.5, 0.25]),
     ("1,234 items", [1234, 1.234]),  # a lone group of three: read both ways
     ("440Hz, the 2nd floor, 250公里, -7", [440, 2, 250, -7]),
+    ("from 2021-01-05 on", [2021, 1, 5]),  # a hyphen after a digit is no minus sign
 ])
 def test_written_numbers_read_digits_wherever_they_stand(goal: str,
                                                          numbers: list[float]) -> None:

@@ -19,14 +19,13 @@ A value counts as stated when:
   holding numbers that the goal all states (a date written another way: "2021-01-01" for
   "January 1, 2021");
 - it is a number the goal writes in digits, also next to letters ("440Hz", "2nd", "250公里",
-  "12,000"), or a hundredth of one (a percentage: 0.03 for "3%").
-
-This reads more loosely than `mentions`, which narrows what a grammar admits; here a value
-read as stated only means no evidence against the call.
+  "12,000"), or a hundredth of one (a percentage: 0.03 for "3%");
 - it is a boolean, null or one of the argument's enum values: chosen from the schema, so
   the goal cannot be expected to write it.
 
-Arrays and objects count by their scalar leaves. Only required arguments count: an optional
+This reads more loosely than `mentions`, which narrows what a grammar admits; here a value
+read as stated only means no evidence against the call. Arrays and objects count by their
+scalar leaves. Only required arguments count: an optional
 one the model adds was never the goal's to state. Nothing here reads a word of any language.
 """
 
@@ -43,7 +42,7 @@ from localagent.planners.mentions import first_mention
 from localagent.tools.spec import ToolSpec
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
-_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)*")
+_NUMBER = re.compile(r"(?<!\d)-?\d+(?:[.,]\d+)*")  # "2021-01-01": 2021, 1, 1
 
 
 def _leaves(value: Any) -> Iterator[Any]:
