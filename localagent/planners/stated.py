@@ -105,6 +105,12 @@ def _choices(schema: Any) -> list[Any]:
     return _choices(schema.get("items"))
 
 
+def _leaves_stated(value: Any, schema: Any, text: str, numbers: Sequence[float]) -> list[bool]:
+    """For each scalar leaf of an argument's `value`, whether `text` states it."""
+    choices = _choices(schema)
+    return [value_stated(leaf, text, numbers, choices) for leaf in _leaves(value)]
+
+
 def stated_share(calls: Sequence[ToolCall], goal: str,
                  tools: Sequence[ToolSpec]) -> float | None:
     """The share of the scalar values of `calls`' required arguments that `goal` states;
@@ -118,12 +124,9 @@ def stated_share(calls: Sequence[ToolCall], goal: str,
             continue
         properties = tool.parameters.get("properties", {})
         for name in tool.parameters.get("required", []):
-            if name not in call.args:
-                continue
-            choices = _choices(properties.get(name))
-            for leaf in _leaves(call.args[name]):
-                total += 1
-                stated += value_stated(leaf, goal, numbers, choices)
+            if name in call.args:
+                flags = _leaves_stated(call.args[name], properties.get(name), goal, numbers)
+                stated, total = stated + sum(flags), total + len(flags)
     return stated / total if total else None
 
 
@@ -143,8 +146,7 @@ def without_unstated_options(calls: Sequence[ToolCall], text: str,
         required = set(tool.parameters.get("required", []))
         properties = tool.parameters.get("properties", {})
         args = {name: value for name, value in call.args.items()
-                if name in required or all(
-                    value_stated(leaf, text, numbers, _choices(properties.get(name)))
-                    for leaf in _leaves(value))}
+                if name in required
+                or all(_leaves_stated(value, properties.get(name), text, numbers))}
         out.append(call if args == call.args else ToolCall(call.function, args))
     return tuple(out)

@@ -157,9 +157,7 @@ class ToolCallingPlanner:
         often arithmetic on invented numbers (`multiply(1, 1e14)`)."""
         if not self.techniques.mentions:
             return self.tools
-        seen = "\n".join(v if isinstance(v, str) else json.dumps(v, default=str)
-                          for v in observed)
-        return anchor_to_goal(self.tools, f"{goal}\n{seen}")
+        return anchor_to_goal(self.tools, _goal_and_results(goal, observed))
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
@@ -208,10 +206,9 @@ class ToolCallingPlanner:
                 return _declined(out, on_event, "the goal states too few of the values its "
                                                 "first calls need")
             if t.defaults and turn.calls:
-                seen = "\n".join(json.dumps(v, ensure_ascii=False, default=str)
-                                 for _, v in observed)
                 turn = ToolCallTurn(calls=without_unstated_options(
-                    turn.calls, f"{goal}\n{seen}", self.tools))
+                    turn.calls, _goal_and_results(goal, [v for _, v in observed]),
+                    self.tools))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
@@ -290,6 +287,15 @@ def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
         ok = tool is not None and not args_errors(tool, merged)
         calls.append(ToolCall(function=c.function, args=merged) if ok else c)
     return ToolCallTurn(calls=tuple(calls))
+
+
+def _goal_and_results(goal: str, values: Sequence[Any]) -> str:
+    """The goal and the results seen so far, as text a value may be read from (`mentions`,
+    `defaults`): a string as it is, anything else as JSON (any script kept as written)."""
+    seen = "\n".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False,
+                                                                default=str)
+                      for v in values)
+    return f"{goal}\n{seen}"
 
 
 def _declined(out: ToolCallingOutcome, on_event: Callable[[Any], None] | None,
