@@ -487,3 +487,24 @@ def test_native_values_fill_only_the_arguments_the_constrained_turn_passes():
     merged = agreed(constrained, native, [spec])
     assert merged.calls[0].args == {"rate": 0.03, "years": 1}
     assert merged.calls[1] == constrained.calls[1]
+
+
+def test_native_functions_win_only_where_the_turns_share_no_function():
+    """The free turn names other functions than the constrained one: its calls run. It
+    names some of the same: the constrained turn's functions stay (values merged)."""
+    from localagent.grammars import ToolCall, ToolCallTurn
+    from localagent.planners.tool_calling import agreed
+    from localagent.tools import schema_tool
+
+    def tool(name: str):
+        return schema_tool({"name": name, "parameters": {"type": "object", "properties": {
+            "x": {"type": "number"}}, "required": ["x"]}}).spec
+
+    light, order = tool("light_time"), tool("order")
+    constrained = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": 1}),))
+    native = ToolCallTurn(calls=(ToolCall(light.qualified_name, {"x": 4}),))
+    assert agreed(constrained, native, [light, order]) == native
+    both = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": 2}),
+                               ToolCall(light.qualified_name, {"x": 4})))
+    assert agreed(both, native, [light, order]) == both
+    assert agreed(constrained, ToolCallTurn(calls=()), [light, order]) == constrained
