@@ -290,3 +290,25 @@ def test_free_text_excludes_emoji_so_characters_bound_tokens() -> None:
     for call_text in ('>{"name": "A.B", "arguments": {}}', 'Call it: {"name": "A.B"}',
                       "Use `A.B`", "see <tool_call>"):  # nor holds call text anywhere
         assert not matches(turn, call_text), call_text
+
+
+def test_free_text_calls_may_name_a_function_without_its_plugin_where_unambiguous() -> None:
+    """A schema tool is `functions.f`; a model's free reply calls it `f`. With
+    `bare_names` that is the call of `functions.f`; a name two plugins share stays
+    unknown, and without `bare_names` (grammar output) only qualified names count."""
+    from localagent.tools import schema_tool
+
+    def tool(name: str, plugin: str | None = None) -> object:
+        schema = {"name": name, "parameters": {"type": "object", "properties": {
+            "d": {"type": "integer"}}, "required": ["d"]}}
+        return schema_tool(schema, plugin=plugin).spec
+
+    light = tool("light_time")
+    text = '<tool_call>\n{"name": "light_time", "arguments": {"d": 4}}\n</tool_call>'
+    turn = G.parse_tool_calls(text, [light], bare_names=True)
+    assert [(c.function, c.args) for c in turn.calls] == [(light.qualified_name, {"d": 4})]
+    with pytest.raises(PlanValidationError, match="unknown function"):
+        G.parse_tool_calls(text, [light])
+    twice = [tool("light_time", "A"), tool("light_time", "B")]
+    with pytest.raises(PlanValidationError, match="unknown function"):
+        G.parse_tool_calls(text, twice, bare_names=True)

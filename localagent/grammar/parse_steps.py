@@ -29,10 +29,18 @@ _REACT = re.compile(
 )
 
 
-def _validated(name: str, args: object, tools: Sequence[ToolSpec], where: str) -> ToolCall:
+def _validated(name: str, args: object, tools: Sequence[ToolSpec], where: str,
+               bare_names: bool = False) -> ToolCall:
+    """The call of `name` with `args`, checked against `tools`. With `bare_names`, a name
+    that is no qualified name but the function name of exactly one tool calls that tool
+    (free text: a schema tool `functions.f` is called `f`, as the schema named it)."""
     tool = next((t for t in tools if t.qualified_name == name), None)
+    if tool is None and bare_names:
+        named = [t for t in tools if t.name == name]
+        tool = named[0] if len(named) == 1 else None
     if tool is None:
         raise InvalidPlanError(f"{where}: unknown function {name!r}")
+    name = tool.qualified_name
     problems = args_errors(tool, args)
     if problems:
         raise InvalidPlanError(f"{where}: " + "; ".join(problems))
@@ -70,8 +78,10 @@ def parse_react(text: str, tools: Sequence[ToolSpec]) -> ReactStep:
 
 def parse_tool_calls(text: str, tools: Sequence[ToolSpec], *,
                      call_format: CallFormat = HERMES, max_calls: int | None = None,
-                     allow_answer: bool = True) -> ToolCallTurn:
-    """Calls written in `call_format` (one or more), or a plain answer."""
+                     allow_answer: bool = True, bare_names: bool = False) -> ToolCallTurn:
+    """Calls written in `call_format` (one or more), or a plain answer. `bare_names`: a
+    function may be named without its plugin where that is unambiguous (`_validated`;
+    for free text, which no grammar held to the qualified names)."""
     body = text.strip()
     opener = call_format.open.strip()
     if not body.startswith(opener):
@@ -93,7 +103,7 @@ def parse_tool_calls(text: str, tools: Sequence[ToolSpec], *,
                                       f"{call_format.name_key!r} and {call_format.args_key!r}")
         name = data[call_format.name_key]
         calls.append(_validated(str(name), data[call_format.args_key], tools,
-                                f"call {len(calls) + 1}"))
+                                f"call {len(calls) + 1}", bare_names))
         pos = m.end()
     if not calls or body[pos:].strip():
         raise PlanValidationError("unterminated or malformed tool call")

@@ -70,7 +70,9 @@ def native_reply(llm: LLM, goal: str, tools: Sequence[ToolSpec], schemas: list[d
                  max_tokens: int, max_calls: int, seed: int | None,
                  log: GenerationLog) -> NativeReply:
     """The model's free reply to `goal` with `schemas` offered in its chat template (which
-    adds its own default system text), read as calls of `tools` where it holds any."""
+    adds its own default system text), read as calls of `tools` where it holds any. A
+    function named without its plugin counts where that is unambiguous: a tool made from
+    a JSON schema is shown as `functions.f`, and the model calls it `f` (BFCL)."""
     completion = llm.chat([{"role": "user", "content": goal}], tools=schemas,
                           max_tokens=max_tokens, temperature=0.0, seed=seed, constraint=None)
     log.add(completion)
@@ -78,7 +80,7 @@ def native_reply(llm: LLM, goal: str, tools: Sequence[ToolSpec], schemas: list[d
     turn = None
     if not completion.truncated:
         try:
-            parsed = parse_tool_calls(text, list(tools), max_calls=max_calls)
+            parsed = parse_tool_calls(text, list(tools), max_calls=max_calls, bare_names=True)
             turn = parsed if parsed.calls else None
         except PlanValidationError:
             pass
