@@ -489,22 +489,27 @@ def test_native_values_fill_only_the_arguments_the_constrained_turn_passes():
     assert merged.calls[1] == constrained.calls[1]
 
 
-def test_native_functions_win_only_where_the_turns_share_no_function():
-    """The free turn names other functions than the constrained one: its calls run. It
-    names some of the same: the constrained turn's functions stay (values merged)."""
+def test_native_functions_win_only_where_they_share_none_and_state_more():
+    """The free turn names other functions than the constrained one and the goal states
+    more of its values: its calls run. It states no more, or it names some of the same
+    functions: the constrained turn's functions stay."""
     from localagent.grammars import ToolCall, ToolCallTurn
     from localagent.planners.tool_calling import agreed
     from localagent.tools import schema_tool
 
-    def tool(name: str):
+    def tool(name: str, kind: str):
         return schema_tool({"name": name, "parameters": {"type": "object", "properties": {
-            "x": {"type": "number"}}, "required": ["x"]}}).spec
+            "x": {"type": kind}}, "required": ["x"]}}).spec
 
-    light, order = tool("light_time"), tool("order")
-    constrained = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": 1}),))
+    light, order = tool("light_time", "number"), tool("order", "string")
+    tools = [light, order]
+    goal = "How long does light take from a star 4 light years away?"
+    constrained = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": "Palo Alto"}),))
     native = ToolCallTurn(calls=(ToolCall(light.qualified_name, {"x": 4}),))
-    assert agreed(constrained, native, [light, order]) == native
-    both = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": 2}),
+    assert agreed(constrained, native, tools, goal) == native
+    invented = ToolCallTurn(calls=(ToolCall(light.qualified_name, {"x": 7}),))
+    assert agreed(constrained, invented, tools, goal) == constrained
+    both = ToolCallTurn(calls=(ToolCall(order.qualified_name, {"x": "star"}),
                                ToolCall(light.qualified_name, {"x": 4})))
-    assert agreed(both, native, [light, order]) == both
-    assert agreed(constrained, ToolCallTurn(calls=()), [light, order]) == constrained
+    assert agreed(both, native, tools, goal) == both
+    assert agreed(constrained, ToolCallTurn(calls=()), tools, goal) == constrained

@@ -43,8 +43,9 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | native        | tools              | the first turn is also written as the model writes it     |
 |               |                    | alone (no grammar, no planner prompt); where its calls are |
 |               |                    | valid and call the same functions as the constrained      |
-|               |                    | turn, its values fill the constrained turn's arguments    |
-|               |                    | (native.py, tool_calling.agreed)                          |
+|               |                    | turn, its values fill the constrained turn's arguments;   |
+|               |                    | where they share no function and the goal states more of  |
+|               |                    | its values, its calls run (native.py, tool_calling.agreed)|
 | cover         | react, tools       | no answer until every enum value the goal names (a city,  |
 |               |                    | a company) was passed to some call (see coverage.py)      |
 |               | tree               | the grammar admits only plans passing each of them to a   |

@@ -200,7 +200,7 @@ class ToolCallingPlanner:
             if t.native and not out.turns and turn.calls:
                 reply = self.native_turn(goal, out.log, tools,
                                          check.max_calls or MAX_CALLS_PER_TURN)
-                turn = agreed(turn, reply.turn, tools)
+                turn = agreed(turn, reply.turn, tools, goal)
             if p_call is not None and not out.turns and turn.calls and calls_invented(
                     p_call, stated_share(turn.calls, goal, self.tools)):
                 return _declined(out, on_event, "the goal states too few of the values its "
@@ -258,12 +258,13 @@ class ToolCallingPlanner:
 
 
 def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
-           tools: Sequence[ToolSpec]) -> ToolCallTurn:
+           tools: Sequence[ToolSpec], goal: str = "") -> ToolCallTurn:
     """The first turn `native` keeps: where both turns call the same functions (as many
     times each), the constrained turn's calls and arguments with the native turn's values
-    (calls of one function paired in order); where they call no function in common, the
-    native turn (every call of it valid: `native_reply` keeps no other); else the
-    constrained turn.
+    (calls of one function paired in order); where they call no function in common and
+    the goal states a larger share of the native turn's required values
+    (`stated.stated_share`), the native turn (every call of it valid: `native_reply`
+    keeps no other); else the constrained turn.
 
     Why both: under the grammar the model chooses which functions to call, how many times,
     and which optional arguments to pass, better (BFCL parallel: it writes every call of a
@@ -273,18 +274,21 @@ def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
     (BFCL: "3%" written 3, where its free reply writes 0.03). A merged call that is not
     valid for its schema stays the constrained one: nothing invalid runs.
 
-    Why the free reply's functions when the two turns share none: the grammar's opening
-    then led the model to another function than it chose alone, and which one fits is
-    the model's choice to make, not the grammar's (BFCL development set, 208 cases:
-    3 such turns among answerable questions; the free reply was right in 1, neither in 2;
-    on irrelevant questions the free reply names an unoffered function, so it is None).
-    Where they share some function, the constrained turn's set stays (it writes every
-    call of a multi-part question, above)."""
+    Why the free reply's functions when the two turns share none and it states more: the
+    grammar's opening then led the model to another function than it chose alone, one
+    whose values the goal does not give, so the model made them up (BFCL
+    `light_travel_time(4)` written freely, `safeway.order(location="Palo Alto, CA")` under
+    the grammar). Where the free reply states no more, the choice stays the grammar's
+    (seen: a page count asked, `GetPages(title=...)` under the grammar, a free
+    `CountBooksBy(author=...)` with an author the goal never names). Where they share
+    some function, the constrained turn's set stays (it writes every call of a
+    multi-part question, above)."""
     if native is None:
         return constrained
     if native.calls and not ({c.function for c in native.calls}
                              & {c.function for c in constrained.calls}):
-        return native
+        return native if _share(native, goal, tools) > _share(constrained, goal,
+                                                               tools) else constrained
     if sorted(c.function for c in native.calls) != sorted(c.function
                                                           for c in constrained.calls):
         return constrained
@@ -300,6 +304,12 @@ def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
         ok = tool is not None and not args_errors(tool, merged)
         calls.append(ToolCall(function=c.function, args=merged) if ok else c)
     return ToolCallTurn(calls=tuple(calls))
+
+
+def _share(turn: ToolCallTurn, goal: str, tools: Sequence[ToolSpec]) -> float:
+    """`stated_share` of the turn's calls; 1.0 for calls without a required value."""
+    share = stated_share(turn.calls, goal, tools)
+    return 1.0 if share is None else share
 
 
 def _goal_and_results(goal: str, values: Sequence[Any]) -> str:
