@@ -484,7 +484,7 @@ def test_native_values_fill_only_the_arguments_the_constrained_turn_passes():
                                       ToolCall(f, {"rate": 5})))
     native = ToolCallTurn(calls=(ToolCall(f, {"rate": 0.03, "unit": "a"}),
                                  ToolCall(f, {"rate": "lots"})))
-    merged = agreed(constrained, native, [spec])
+    merged = agreed(constrained, native, [spec], "a rate of 3%")
     assert merged.calls[0].args == {"rate": 0.03, "years": 1}
     assert merged.calls[1] == constrained.calls[1]
 

@@ -183,7 +183,8 @@ class ToolCallingPlanner:
                 if p_call is not None and p_call < DECLINE_BELOW:
                     return _declined(out, on_event, "the model answered without calling "
                                                     "any offered tool")
-            tools = self._turn_tools(goal, [v for _, v in observed])
+            values = [v for _, v in observed]  # every result so far
+            tools = self._turn_tools(goal, values)
             pending = coverage.must_call(tools)
             must_call = check.must_call() or pending
             last = (i == max_iterations or check.must_answer or repeated
@@ -207,7 +208,7 @@ class ToolCallingPlanner:
                                                 "first calls need")
             if t.defaults and turn.calls:
                 turn = ToolCallTurn(calls=without_unstated_options(
-                    turn.calls, _goal_and_results(goal, [v for _, v in observed]),
+                    turn.calls, _goal_and_results(goal, values),
                     self.tools))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
@@ -258,7 +259,7 @@ class ToolCallingPlanner:
 
 
 def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
-           tools: Sequence[ToolSpec], goal: str = "") -> ToolCallTurn:
+           tools: Sequence[ToolSpec], goal: str) -> ToolCallTurn:
     """The first turn `native` keeps: where both turns call the same functions (as many
     times each), the constrained turn's calls and arguments with the native turn's values
     (calls of one function paired in order); where they call no function in common and
