@@ -160,7 +160,9 @@ def _replay(make: Any, goal: str, texts: list[str], max_iterations: int) -> str 
 
 def _answer_text(value: Any) -> str:
     """The reference answer as a grounded answer renders it (a list of names whole)."""
-    return observed_values([value], whole_lists=True)[0]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
+    return observed_values([value])[0]
 
 
 def _replay_orders(make: Any, goal: str, plan: dict, call_text: Any, answer_text: Any,

@@ -73,9 +73,8 @@ def parser() -> argparse.ArgumentParser:
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default', "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, native, "
-        "defaults, cover, values, calls, together, check, answer, head, nouns, shallow, numbers, result, "
-        "ordered, distinct, typed, compact, backrefs, pipe, named, expression, replan=N, "
-        "vote=K), or "
+        "defaults, values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, "
+        "expression, replan=N, vote=K), or "
         "changes to each planner's default: +name, +name=N, -name, comma-separated (a value starting "
         "with - needs the = form: --techniques=-mentions); "
         "e.g. 'plain;reasoning;reasoning+replan=2;+replan=2,-mentions'",

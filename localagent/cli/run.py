@@ -103,10 +103,9 @@ TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default (the planner's own), plain, "
     "the switches to turn on joined by + (grounded+decline), or changes to the planner's "
     "default, each +name, +name=N or -name, comma-separated (+replan=2,-mentions). "
-    "Switches: reasoning, steps, similar, mentions, grounded, decline, native, defaults, cover, "
-    "values, calls, together, check, answer, head, nouns, shallow, numbers, result, ordered, "
-    "distinct, typed, compact, backrefs, pipe, named, expression, replan=N, vote=K; see "
-    "docs/techniques.md.")
+    "Switches: reasoning, steps, similar, mentions, grounded, decline, native, defaults, "
+    "values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, expression, "
+    "replan=N, vote=K; see docs/techniques.md.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")
 MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools, "

@@ -1,8 +1,8 @@
-"""Tree-plan rules that must use every value the goal names (`values`, and the English-only
-`cover` and `together` techniques).
+"""Tree-plan rules that must use every value the goal states (the `values` and `numbers`
+techniques).
 
-The contract: with `cover`, every admitted plan passes each named value to some call. A
-plan that never passes one of the values the goal names cannot answer the goal, and a
+The contract: with `values`, every admitted plan passes each stated value to some call. A
+plan that never passes one of the values the goal states cannot answer the goal, and a
 small model often anchors on the first values it reads and drops the rest, so the grammar
 admits no such plan.
 
@@ -17,11 +17,10 @@ nested calls), and optional arguments take their usual rules (they cover nothing
 call may carry a `"field"` (a part of its result, grammar/fields.py) wherever the plain
 tree grammar admits one.
 
-`groups` (`values`: values listed with marks only, "X, Y" or "X、Y"; `together`, English:
-also "X and Y"): values the goal lists together form one constituent, as in the sentence.
-A call whose new values (those first used inside it: `t & ~s`) lie in more than one
-group must hold each of those groups whole. So
-for "the difference between the total of X, Y and the total of Z, W",
+`groups` (values listed with marks only, "X, Y" or "X、Y"): values the goal lists together
+form one constituent, as in the sentence. A call whose new values (those first used inside
+it: `t & ~s`) lie in more than one group must hold each of those groups whole. So for
+"the difference between the total of X, Y and the total of Z, W",
 `Diff(Total(X, Y), Total(Z, W))` is admitted and `Diff(Get(X), Total(Get(Y), Total(Z, W)))`
 is not (its outer Total takes Y from the pair X, Y together with Z and W). A value listed
 with others is used once; a value named alone may be used twice (a density divides two
@@ -30,10 +29,6 @@ of currency A" is `Convert(10, A, B)`.
 
 `numbers` (the `numbers` technique): numbers the goal states ("in 12 equal parts"), each
 passed to some call; a number literal covers its item as an enum literal does.
-
-`needs` (the `nouns` technique): functions the plan must call. They are items of the same
-set: a call of a function in needs[k] covers item k, so "the plan calls F" is intersected
-with the grammar exactly as "the plan passes the value V" is.
 """
 
 from __future__ import annotations
@@ -83,8 +78,7 @@ class CoveringRules:
     arguments covers nothing and keeps the builder's own call rule."""
 
     def __init__(self, builder: TreeCalls, values: Sequence[str], *,
-                 groups: Sequence[int] = (), needs: Sequence[Sequence[str]] = (),
-                 numbers: Sequence[float] = ()) -> None:
+                 groups: Sequence[int] = (), numbers: Sequence[float] = ()) -> None:
         self.b = builder
         # the bit mask of each group's values (none: no grouping)
         self.groups: list[int] = [0] * (max(groups) + 1) if groups else []
@@ -98,11 +92,7 @@ class CoveringRules:
         # `numbers`: the numbers the goal states, items after the values
         self.number_bit = {float(n): 1 << (len(values) + k) for k, n in enumerate(numbers)}
         self.numbers = sum(self.number_bit.values())  # their mask
-        first_need = len(values) + len(numbers)
-        # `needs`: item first_need + k is covered by calling any function of needs[k]
-        self.tool_bits = [sum(1 << (first_need + k) for k, names in enumerate(needs)
-                              if t.qualified_name in names) for t in builder.tools]
-        self.full = (1 << (first_need + len(needs))) - 1
+        self.full = (1 << (len(values) + len(numbers))) - 1
         self._calls: dict[tuple[int, int, int, int], str | None] = {}
         self._values: dict[tuple[int, str, int, int, int | None], str | None] = {}
         self._seqs: dict[tuple[int, int, int, int, int], str | None] = {}
@@ -126,11 +116,7 @@ class CoveringRules:
             return None  # nested arithmetic must bring in something named (`shallow`)
         if key not in self._calls:
             self._calls[key] = None  # recursion guard
-            own = self.tool_bits[i]  # the call itself covers its function's items
-            ends = [m for m in dict.fromkeys((t, t & ~own)) if m & s == s and m | own == t]
-            alts = [c for c in (self._build_call(level, i, s, m, paths) for m in ends) if c]
-            self._calls[key] = (alts[0] if len(alts) == 1 else
-                                self.b.rules.add("cc", " | ".join(alts)) if alts else None)
+            self._calls[key] = self._build_call(level, i, s, t, paths) if t & s == s else None
         return self._calls[key]
 
     def _constituent(self, new: int) -> bool:

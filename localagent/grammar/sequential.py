@@ -4,9 +4,8 @@
 subtask list in the simplest form that can express them:
 
 - `_repeated_subtasks`: one call rule repeated (no per-step differences);
-- `_unrolled_subtasks`: one rule per step, when a step's admitted references, arguments
-  or end depend on its position (backward references, the pipe, a recipe, needed groups);
-  `_recipe_steps` and `_needed_steps` add a state to "step k onward" on top of that;
+- `_unrolled_subtasks`: one rule per step, when a step's admitted references or
+  arguments depend on its position (backward references, the pipe);
 - `_typed_subtasks`: one rule per step and state, where a state records which kind of
   result each earlier step produced (`typed_steps.py`).
 """
@@ -15,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 from localagent.constraint import Constraint
 from localagent.errors import ConstraintError
@@ -41,7 +39,6 @@ from localagent.grammar.typed_steps import CallRule, RefsFor, TypedSteps
 from localagent.plan_nodes import INPUT
 from localagent.tools.spec import ToolSpec
 
-NO_LAST_STEP = "no function that may end the plan can be called"
 RefRule = Callable[[Sequence[RefItem]], "str | None"]
 """Given step numbers (or `(step, path)`: a part of that result, `"$2[0].price"`), the rule
 admitting a reference to any of them (None: none)."""
@@ -49,7 +46,7 @@ admitting a reference to any of them (None: none)."""
 
 @dataclass(frozen=True)
 class _Options:
-    """`sequential_plan`'s options resolved against the tool list: indices, not names."""
+    """`sequential_plan`'s options, resolved (`order` from `ordered` and `distinct`)."""
 
     max_steps: int
     reasoning_chars: int
@@ -58,21 +55,14 @@ class _Options:
     pipe: bool
     order: str  # "ascending", "distinct" or "" (any), for references within one call
     typed: bool
-    last: set[int] | None  # the tools the last step may call (None: any)
-    recipe: list[int]  # the tools a recipe calls, in order
-    groups: list[set[int]]  # the groups of tools each of which the plan calls one of
-    inputs: Sequence[str] | None
     bounds: Bounds
     decline: bool = False
 
 
 def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
                     reasoning_chars: int = 0, refs: str = "none", reasoning_steps: bool = False,
-                    roots: Sequence[str] | None = None, pipe: bool = False,
-                    must: Sequence[str] = (), inputs: Sequence[str] | None = None,
-                    ordered: bool = False, distinct: bool = False,
-                    needs: Sequence[Sequence[str]] = (), typed: bool = False,
-                    decline: bool = False,
+                    pipe: bool = False, ordered: bool = False, distinct: bool = False,
+                    typed: bool = False, decline: bool = False,
                     bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """`{"input": str, "subtasks": [{"function", "args"}, ...]}`, optionally after a reasoning field.
 
@@ -82,49 +72,30 @@ def sequential_plan(tools: Sequence[ToolSpec], *, max_steps: int = 6,
     output of step 1) in place of a value of its type: "none"; "any" (`$1`..`$max_steps`
     in every step, so a forward reference parses and only the plan check rejects it);
     "backward" (step k may name only `$1`..`$(k-1)`: forward references cannot be
-    written, at the price of one call rule per tool and step). `roots`: the qualified
-    names the last step may call (None: any function). `pipe`: after the first step,
-    `input` is never written: the pipe gives each step the previous step's output (one
-    call rule per tool and step). `must`: a recipe: the qualified names the plan calls in
-    this order; with it, every tool is called at most once (a rule per step and state).
-    `inputs`: the values the plan's "input" (its starting text) may take (None: any
-    bounded string).
+    written, at the price of one call rule per tool and step). `pipe`: after the first
+    step, `input` is never written: the pipe gives each step the previous step's output
+    (one call rule per tool and step).
     `ordered` (with backward refs): the step references of one call are distinct and
     ascending (`subtract("$1", "$2")`, never `"$2", "$1"` or `"$1", "$1"`), for a function
     whose arguments are all required and plain values (`_ordered_args`). `distinct`:
     only distinct, in any order.
-    `needs`: groups of qualified names; the plan calls at least one function of each
-    group (`_needed_steps`; not with `must`).
-    `typed` (with backward refs, not with `must`): a `$k` stands only where step k's
-    result fits the argument (grammar/typed_steps.py).
+    `typed` (with backward refs): a `$k` stands only where step k's result fits the
+    argument (grammar/typed_steps.py).
     `decline`: the subtasks may instead be the one refusal call `{"function": "none",
     "args": {}}` (`common.no_plan_call`): no offered function reaches the goal.
     """
     if refs not in ("none", "any", "backward"):
         raise ConstraintError(f"refs must be none, any or backward, got {refs!r}")
     options = {"max_steps": max_steps, "reasoning": reasoning_chars, "bounds": bounds,
-               "refs": refs, "steps": reasoning_steps,
-               "roots": None if roots is None else sorted(roots), "pipe": pipe,
-               "must": list(must), "inputs": None if inputs is None else list(inputs),
+               "refs": refs, "steps": reasoning_steps, "pipe": pipe,
                "ordered": ordered and refs == "backward",
                "distinct": distinct and refs == "backward",
-               "needs": [sorted(g) for g in needs],
-               "typed": typed and refs == "backward" and not must, "decline": decline}
-    index = {t.qualified_name: i for i, t in enumerate(tools)}
-    if any(name not in index for name in must):
-        raise ConstraintError(f"must names functions not offered: {list(must)}")
-    groups = [{index[n] for n in group if n in index} for group in needs]
-    if any(not g for g in groups):
-        raise ConstraintError(f"a group of needed functions has none offered: {list(needs)}")
+               "typed": typed and refs == "backward", "decline": decline}
     resolved = _Options(
         max_steps=max_steps, reasoning_chars=reasoning_chars,
         reasoning_steps=reasoning_steps, refs=refs, pipe=pipe,
         order="ascending" if options["ordered"] else "distinct" if options["distinct"] else "",
-        typed=bool(options["typed"]),
-        last=None if roots is None else {i for i, t in enumerate(tools)
-                                         if t.qualified_name in roots},
-        recipe=[index[name] for name in must], groups=groups, inputs=inputs, bounds=bounds,
-        decline=decline)
+        typed=bool(options["typed"]), bounds=bounds, decline=decline)
     return cached("sequential", tools, options, lambda: _source(tools, resolved))
 
 
@@ -155,25 +126,21 @@ def _build(tools: Sequence[ToolSpec], o: _Options, *, fields: bool) -> str:
     reasoning = f'"\\"reasoning\\": " {text} ", "' if text else ""
     if o.typed:
         subtasks = _typed_subtasks(rules, tools, o, fields)
-    elif o.refs == "backward" or o.pipe or o.recipe or o.groups:
+    elif o.refs == "backward" or o.pipe:
         subtasks = _unrolled_subtasks(rules, tools, o)
     else:
         subtasks = _repeated_subtasks(rules, tools, o)
     if o.decline:
         subtasks = f"({subtasks}) | {no_plan_call()}"
-    start = (rules.string(o.bounds.max_text) if o.inputs is None else
-             rules.add("input", " | ".join(lit(jtext(v)) for v in dict.fromkeys(o.inputs))))
-    return render("sequential", reasoning=reasoning, input=start,
+    return render("sequential", reasoning=reasoning, input=rules.string(o.bounds.max_text),
                   subtasks=subtasks, rules=rules.render())
 
 
 def _repeated_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options) -> str:
-    """Every step the same call rule (references, with "any", to every step), the last
-    one restricted to `o.last`."""
-    call, final, _ = _step_calls(rules, tools, 1, range(1, o.max_steps + 1)
-                                 if o.refs == "any" else (), _ref_rules(rules), o.last)
-    if final is None:
-        raise ConstraintError(NO_LAST_STEP)
+    """Every step the same call rule (references, with "any", to every step); the last
+    one may take a part of its result (`fields.finish`)."""
+    call, final = _step_calls(rules, tools, 1, range(1, o.max_steps + 1)
+                              if o.refs == "any" else (), _ref_rules(rules))
     if o.max_steps == 1:
         return final
     if final == call:
@@ -182,18 +149,14 @@ def _repeated_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options)
 
 
 def _unrolled_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options) -> str:
-    """One rule per step: its own references (backward: only earlier steps), its tools
-    (piped: without an optional `input`), then a recipe's or the needed groups' states."""
+    """One rule per step: its own references (backward: only earlier steps) and its tools
+    (piped: without an optional `input`)."""
     ref_rule = _ref_rules(rules)
-    steps = [_step_calls(rules, _piped_after(tools, k) if o.pipe else tools, k,
-                         range(1, k if o.refs == "backward" else o.max_steps + 1)
-                         if o.refs != "none" else (), ref_rule, o.last, order=o.order)
-             for k in range(1, o.max_steps + 1)]
-    if o.recipe:
-        return _recipe_steps(rules, steps, o.recipe, o.last)
-    if o.groups:
-        return _needed_steps(rules, steps, o.groups, o.last)
-    return _unrolled_steps([(s.any, s.final) for s in steps])
+    return _unrolled_steps([
+        _step_calls(rules, _piped_after(tools, k) if o.pipe else tools, k,
+                    range(1, k if o.refs == "backward" else o.max_steps + 1)
+                    if o.refs != "none" else (), ref_rule, order=o.order)
+        for k in range(1, o.max_steps + 1)])
 
 
 def _typed_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options,
@@ -203,8 +166,7 @@ def _typed_subtasks(rules: LarkRules, tools: Sequence[ToolSpec], o: _Options,
     tools_at = [_piped_after(tools, 2) if o.pipe else tools] * o.max_steps
     tools_at[0] = tools
     call = _typed_call(rules, tools_at, o.order)
-    return TypedSteps(rules, tools_at, call, last=o.last, groups=o.groups,
-                      fields=fields).build()
+    return TypedSteps(rules, tools_at, call, fields=fields).build()
 
 
 def _piped_after(tools: Sequence[ToolSpec], step: int) -> Sequence[ToolSpec]:
@@ -276,23 +238,14 @@ def _call_rule(rules: LarkRules, tool: ToolSpec, name: str, step: int,
     return rule
 
 
-class StepRules(NamedTuple):
-    """The rules of one step: any call, a call that may end the plan (None: none may),
-    and each callable tool's own call rule by its index."""
-
-    any: str
-    final: str | None
-    calls: dict[int, str]
-
-
 def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
-                ref_steps: Sequence[int], ref_rule: RefRule,
-                last: set[int] | None = None, *, order: str = "") -> StepRules:
-    """Rules for one subtask, and for the plan's last subtask: any tool with its own
-    arguments (the last one: only the tools in `last`, when given), a reference to one of
+                ref_steps: Sequence[int], ref_rule: RefRule, *,
+                order: str = "") -> tuple[str, str]:
+    """Rules for one subtask, and for the plan's last subtask (which may take a part of
+    its result: `fields.finish`): any tool with its own arguments, a reference to one of
     `ref_steps` wherever a value may stand (`order`: distinct, and "ascending" or only
     "distinct", within the call)."""
-    heads, finals, calls = [], [], {}
+    heads, finals = [], []
     items = [(j, p) if p else j for j in ref_steps for p in untyped_paths(tools)]
     refs = (lambda schema: items) if ref_steps else None
     for i, tool in enumerate(tools):
@@ -301,17 +254,14 @@ def _step_calls(rules: LarkRules, tools: Sequence[ToolSpec], step: int,
         if call is None:  # e.g. an enum narrowed to nothing and no reference allowed here
             continue
         heads.append(call)
-        calls[i] = call
-        if last is None or i in last:
-            finals.append(finish(rules, call))
+        finals.append(finish(rules, call))
     if not heads:
         raise ConstraintError(f"no function can be called at step {step}: every argument "
                               "schema admits no value")
     rule = rules.add(f"step{step}", " | ".join(heads))
     if finals == heads:
-        return StepRules(rule, rule, calls)
-    return StepRules(rule, rules.add(f"last{step}", " | ".join(finals)) if finals else None,
-                     calls)
+        return rule, rule
+    return rule, rules.add(f"last{step}", " | ".join(finals))
 
 
 _SCALAR = ("number", "integer", "string", "boolean")
@@ -372,89 +322,16 @@ def _ordered_args(rules: LarkRules, params: Schema, step: int,
     return rules.add("ordered", f'"{{" {first} "}}"') if first else None
 
 
-def _recipe_steps(rules: LarkRules, steps: list[StepRules], order: Sequence[int],
-                  last: set[int] | None) -> str:
-    """The subtask list of a recipe: each tool called at most once, every tool of `order`
-    called, in that order; the others where the model puts them. The rule for "step k
-    onward" branches on the state (how many of `order` are called, which others are).
-    A plan may end only once all of `order` are called (and, with `last`, on `last`)."""
-    memo: dict[tuple[int, int, frozenset[int]], str | None] = {}
-    required = list(order)
-
-    def tail(k: int, done: int, used: frozenset[int]) -> str | None:
-        key = (k, done, used)
-        if key not in memo:
-            memo[key] = None
-            step, alts = steps[k], []
-            for i, call in step.calls.items():
-                if i in used or (i in required and required[done:done + 1] != [i]):
-                    continue  # called already, or a required tool out of its turn
-                after = (done + 1, used) if i in required else (done, used | {i})
-                if after[0] == len(required) and (last is None or i in last):
-                    alts.append(call)
-                if k + 1 < len(steps) and len(required) - after[0] < len(steps) - k:
-                    rest = tail(k + 1, *after)
-                    if rest:
-                        alts.append(f'{call} ", " {rest}')
-            memo[key] = rules.add(f"recipe{k + 1}", " | ".join(alts)) if alts else None
-        return memo[key]
-
-    first = tail(0, 0, frozenset())
-    if first is None:
-        raise ConstraintError(f"no plan of at most {len(steps)} steps calls the required "
-                              "functions in order")
-    return first
-
-
-def _needed_steps(rules: LarkRules, steps: list[StepRules], groups: Sequence[set[int]],
-                  last: set[int] | None) -> str:
-    """The subtask list when each group of tools must have one of its tools called (the
-    `nouns` technique): the rule for "step k onward" branches on the groups covered so
-    far (a bit mask); a plan may end only once all are (and, with `last`, on `last`)."""
-    full = (1 << len(groups)) - 1
-    memo: dict[tuple[int, int], str | None] = {}
-
-    def covers(i: int) -> int:
-        return sum(1 << g for g, group in enumerate(groups) if i in group)
-
-    def tail(k: int, done: int) -> str | None:
-        if (k, done) not in memo:
-            memo[k, done] = None
-            by_after: dict[int, list[int]] = {}
-            for i in steps[k].calls:
-                by_after.setdefault(done | covers(i), []).append(i)
-            alts = []
-            for after, tools in by_after.items():
-                ends = [steps[k].calls[i] for i in tools if last is None or i in last]
-                if after == full and ends:
-                    alts.append(" | ".join(ends))
-                rest = tail(k + 1, after) if k + 1 < len(steps) else None
-                if rest:
-                    calls = " | ".join(steps[k].calls[i] for i in tools)
-                    alts.append(f'({calls}) ", " {rest}')
-            memo[k, done] = rules.add(f"need{k + 1}", " | ".join(alts)) if alts else None
-        return memo[k, done]
-
-    first = tail(0, 0)
-    if first is None:
-        raise ConstraintError(f"no plan of at most {len(steps)} steps calls a function of "
-                              "each needed group")
-    return first
-
-
-def _unrolled_steps(steps: list[tuple[str, str | None]]) -> str:
+def _unrolled_steps(steps: list[tuple[str, str]]) -> str:
     """`s1 (", " s2 (", " s3 ...)?)?`: step k uses its own rule, at most len(steps) steps.
-    When the step that ends the plan has its own rule (the second of each pair; None: no
-    plan may end there), `(l1 | s1 ", " (l2 | s2 ", " ...))`."""
+    When the step that ends the plan has its own rule (the second of each pair),
+    `(l1 | s1 ", " (l2 | s2 ", " ...))`."""
     if all(rule == final for rule, final in steps):
         text = ""
         for rule, _ in reversed(steps[1:]):
             text = f'(", " {rule} {text})?'.replace(" )", ")")
         return f"{steps[0][0]} {text}".strip()
-    tail: str | None = None
+    tail = ""
     for rule, final in reversed(steps):
-        alts = [a for a in (final, f'{rule} ", " {tail}' if tail else None) if a]
-        tail = f"({' | '.join(alts)})" if alts else None
-    if tail is None:
-        raise ConstraintError(NO_LAST_STEP)
+        tail = f'({final} | {rule} ", " {tail})' if tail else f"({final})"
     return tail

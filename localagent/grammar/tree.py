@@ -4,8 +4,8 @@ A call may stand as an argument only where its return type fits the parameter
 (`types.fits`); a call with a `"field"` (a part of its result its return schema declares,
 `grammar/fields.py`) only where that part's type fits, and the root may carry one (the
 answer is that part). The recursion is unrolled into rules per level (`_TreeBuilder`), so the
-grammar is finite; with named values, numbers or needed functions to cover, the covering
-rules (`covering.py`) index those per-level rules by what the plan has covered so far.
+grammar is finite; with stated values or numbers to cover, the covering rules
+(`covering.py`) index those per-level rules by what the plan has covered so far.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ class _Options:
     reasoning_steps: bool
     cover: tuple[str, ...]
     groups: tuple[int, ...]
-    roots: tuple[str, ...] | None
-    needs: tuple[tuple[str, ...], ...]
     shallow: tuple[str, ...]
     numbers: tuple[float, ...]
     decline: bool = False
@@ -51,9 +49,7 @@ class _Options:
 def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
               reasoning_chars: int = 0, reasoning_steps: bool = False,
               cover: Sequence[str] = (), groups: Sequence[int] = (),
-              roots: Sequence[str] | None = None,
-              needs: Sequence[Sequence[str]] = (), shallow: Sequence[str] = (),
-              numbers: Sequence[float] = (), decline: bool = False,
+              shallow: Sequence[str] = (), numbers: Sequence[float] = (), decline: bool = False,
               bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
     """A call whose arguments may be calls (return type must fit), nested up to `depth`;
     optionally after a reasoning field (free text, or a list of real calls: `steps`).
@@ -62,33 +58,25 @@ def tree_plan(tools: Sequence[ToolSpec], *, depth: int = 4, max_list: int = 4,
     must each pass to some call (grammar/covering.py; ignored unless 1..4 values);
     `groups`: the group of each of them (values the goal lists together), each group
     combined in one call before meeting the others.
-    `roots`: the qualified names the outermost call may have (None: any function).
-    `needs`: groups of qualified names; the plan must call a function of each group (as
-    many as fit with `cover` in the covering grammar's 4 items). `shallow`: functions
-    (arithmetic) that may stand only in the outer two levels, and in the second only with
-    a call among their arguments (in the covering grammar: only where they first use a
-    named value or needed function; a stated number alone does not count, or a nested
+    `shallow`: functions (arithmetic) that may stand only in the outer two levels, and in
+    the second only with a call among their arguments (in the covering grammar: only where
+    they first use a named value; a stated number alone does not count, or a nested
     `multiply(Lookup(x), 12)` could repeat a lookup of x that the plan already made).
-    `numbers`: numbers the plan must each pass to some call (covering items after `cover`,
-    before `needs`).
+    `numbers`: numbers the plan must each pass to some call (covering items after `cover`).
     """
     if depth < 1:
         raise ConstraintError("tree depth must be at least 1")
     cover = tuple(cover) if coverable(cover) else ()
     numbers = tuple(numbers)[:max(0, MAX_VALUES - len(cover))]
-    needs = tuple(tuple(sorted(n)) for n in needs)[:max(0, MAX_VALUES - len(cover)
-                                                        - len(numbers))]
-    root_names = None if roots is None else tuple(sorted(roots))
     options = {"depth": depth, "max_list": max_list, "reasoning": reasoning_chars,
                "bounds": bounds, "steps": reasoning_steps, "cover": cover,
                "groups": tuple(groups) if cover and len(groups) == len(cover) else (),
-               "roots": root_names, "needs": needs,
                "shallow": tuple(sorted(shallow)), "numbers": numbers, "decline": decline}
     resolved = _Options(
         depth=depth, bounds=Bounds(**{**vars(bounds),
                                       "max_items": min(bounds.max_items, max_list)}),
         reasoning_chars=reasoning_chars, reasoning_steps=reasoning_steps, cover=cover,
-        groups=options["groups"], roots=root_names, needs=needs, shallow=tuple(shallow),
+        groups=options["groups"], shallow=tuple(shallow),
         numbers=numbers, decline=decline)
     return cached("tree", tools, options, lambda: _TreeBuilder(tools, resolved).build())
 
@@ -105,8 +93,6 @@ class _TreeBuilder:
         self.tools, self.depth = list(tools), options.depth
         self.shallow = {i for i, t in enumerate(self.tools)
                         if t.qualified_name in options.shallow}
-        self.roots = [i for i, t in enumerate(self.tools)
-                      if options.roots is None or t.qualified_name in options.roots]
         self.rules = LarkRules(options.bounds)
         self._calls: dict[tuple[int, int], str | None] = {}
         self._fits: dict[tuple[int, str], str | None] = {}
@@ -116,17 +102,18 @@ class _TreeBuilder:
     def build(self) -> str:
         """The grammar text."""
         o = self.o
-        if o.cover or o.needs or o.numbers:
-            calls = CoveringRules(self, o.cover, groups=o.groups, needs=o.needs,
-                                  numbers=o.numbers).roots(self.roots)
+        roots = range(len(self.tools))
+        if o.cover or o.numbers:
+            calls = CoveringRules(self, o.cover, groups=o.groups,
+                                  numbers=o.numbers).roots(roots)
             if not calls:
                 raise ConstraintError("no plan can pass every named value and number "
                                       f"({', '.join(map(str, o.cover + o.numbers))}) "
-                                      "to a call and call every needed function")
+                                      "to a call")
         else:
-            calls = [c for c in (self.call(1, i) for i in self.roots) if c]
+            calls = [c for c in (self.call(1, i) for i in roots) if c]
             calls += [c for c in (self.field_call(1, i, [p for p, _ in field_paths(
-                self.tools[i].returns)]) for i in self.roots) if c]  # the answer: a part
+                self.tools[i].returns)]) for i in roots) if c]  # the answer: a part
         if not calls:
             raise ConstraintError("no function can be called: every argument schema admits "
                                   "no value")

@@ -130,23 +130,20 @@ class ReturnClasses:
 
 class TypedSteps:
     """Builds the subtask list: one rule per (step, state); a state is the classes of the
-    steps so far and, with `groups` (the `nouns` technique), the bit mask of groups
-    called so far. A plan may end on a tool of `last` (None: any), once every group is."""
+    steps so far. A plan may end on any step's call."""
 
     def __init__(self, rules: LarkRules, tools_at: Sequence[Sequence[ToolSpec]],
-                 call: CallRule, *, last: set[int] | None = None,
-                 groups: Sequence[set[int]] = (), bounds: Bounds | None = None,
+                 call: CallRule, *, bounds: Bounds | None = None,
                  fields: bool = True) -> None:
-        self.rules, self.tools_at, self.call, self.last = rules, tools_at, call, last
-        self.groups = list(groups)
+        self.rules, self.tools_at, self.call = rules, tools_at, call
         probed = list({id(ts): ts for ts in tools_at}.values())
         self.classes = ReturnClasses([t for ts in probed for t in ts], bounds or rules.bounds,
                                      fields=fields)
         self.of_tool = self.classes.of_tool[:len(tools_at[0])]
         hooks = sum(max(1, len(self.classes.probes_of(t.parameters))) for t in tools_at[-1])
         hooks *= FIELD_WEIGHT if self.classes.has_fields else 1
-        self.tracked = tracked_steps(self.classes.count, len(tools_at), hooks << len(self.groups))
-        self._memo: dict[tuple[int, tuple[int, ...], int], str | None] = {}
+        self.tracked = tracked_steps(self.classes.count, len(tools_at), hooks)
+        self._memo: dict[tuple[int, tuple[int, ...]], str | None] = {}
         self._calls: dict[tuple[int, int, tuple], str | None] = {}
         self._views: dict[tuple, int] = {}
 
@@ -154,7 +151,7 @@ class TypedSteps:
         # Parts of results make the rules per state hard to foresee: where they split the
         # classes and the rules outgrow MAX_FIELD_RULES, track one step fewer and rebuild.
         snapshot = self.rules.snapshot() if isinstance(self.rules, FieldRules) else None
-        first = self._tail(1, (), 0)
+        first = self._tail(1, ())
         while (snapshot is not None and self.classes.has_fields and self.tracked > 0
                and self.rules.size() - snapshot.size > MAX_FIELD_RULES):
             self.rules.restore(snapshot)
@@ -162,42 +159,34 @@ class TypedSteps:
             self._memo.clear()
             self._calls.clear()
             self._views.clear()
-            first = self._tail(1, (), 0)
+            first = self._tail(1, ())
         if first is None:
             raise ConstraintError(f"no plan of at most {len(self.tools_at)} steps can end on "
-                                  "a function that may end it"
-                                  + (" and call a function of each needed group"
-                                     if self.groups else ""))
+                                  "a function that may end it")
         return first
 
-    def _tail(self, k: int, state: tuple[int, ...], done: int) -> str | None:
-        key = (k, state, done)
+    def _tail(self, k: int, state: tuple[int, ...]) -> str | None:
+        key = (k, state)
         if key in self._memo:
             return self._memo[key]
         self._memo[key] = None
-        full = (1 << len(self.groups)) - 1
-        branches: dict[tuple[int, int], list[str]] = {}
+        branches: dict[int, list[str]] = {}
         ends = []
         for i in range(len(self.tools_at[k - 1])):
             call = self._call(k, i, state)
             if call is None:
                 continue
-            after = done | self._covers(i)
-            if after == full and (self.last is None or i in self.last):
-                ends.append(finish(self.rules, call))  # the answer may be a part of it
+            ends.append(finish(self.rules, call))  # the answer may be a part of it
             cls = self.of_tool[i] if len(state) < self.tracked else UNTRACKED
-            branches.setdefault((cls, after), []).append(call)
+            branches.setdefault(cls, []).append(call)
         alts = [" | ".join(ends)] if ends else []
         if k < len(self.tools_at):
-            for (cls, after), calls in branches.items():
-                rest = self._tail(k + 1, state + (cls,), after)
+            for cls, calls in branches.items():
+                rest = self._tail(k + 1, state + (cls,))
                 if rest:
                     alts.append(f'({" | ".join(calls)}) ", " {rest}')
         self._memo[key] = self.rules.add(f"typed{k}", " | ".join(alts)) if alts else None
         return self._memo[key]
-
-    def _covers(self, i: int) -> int:
-        return sum(1 << g for g, group in enumerate(self.groups) if i in group)
 
     def _call(self, k: int, i: int, state: tuple[int, ...]) -> str | None:
         """Tool i's call rule at step k after `state`; shared by every state in which the
@@ -229,7 +218,7 @@ def state_count(classes: int, tracked: int, max_steps: int) -> int:
 
 def tracked_steps(classes: int, max_steps: int, rules_per_state: int) -> int:
     """How many leading steps' classes the states record: the most for which every state
-    times `rules_per_state` (the tools, times 2^groups with `nouns`) stays within
+    times `rules_per_state` (the tools' argument slots) stays within
     MAX_CALL_RULES (0: none). The last step's class is never needed."""
     tracked = 0
     while (tracked < max_steps - 1 and rules_per_state

@@ -17,7 +17,7 @@ temperature 0) and the same prompt-prefix reuse (the KV cells of the longest com
 with the previous sequence are kept). Forced tokens are exactly those token-by-token decoding would write, but a batch is
 evaluated with another summation order, so logits differ in the last bits: on the
 generalisation suite 46 of 47 tree and 43 of 47 tools runs wrote the same outputs, with the
-same number right, but the Furina ReAct scenario (English-only opt-ins) flips at a greedy
+same number right, but the Furina ReAct scenario (English-only rules, deleted since) flips at a greedy
 near-tie and was solved 1/5 seeds against 3/5 token by token; hence not for the ReAct and
 tool-calling loops' grammars (docs/BENCHMARKS.md, "fast-forward A/B again").
 Unconstrained calls keep `create_completion`, so the raw baseline is llama.cpp's own loop.

@@ -251,9 +251,9 @@ def first_buildable(build: Callable[..., Constraint], variants: Sequence[dict[st
     first) that some plan can meet; `build(**options)` when none can. A variant whose
     restrictions are all empty, or one tried already, is skipped.
 
-    Why: a restriction read off the goal's English (a named value no argument takes, a
-    needed function the filter left out) can make the grammar admit nothing; the planner
-    then drops restrictions in a fixed order rather than fail.
+    Why: a restriction read off the goal (more values or numbers than a plan of the
+    allowed depth can pass) can make the grammar admit nothing; the planner then drops
+    restrictions in a fixed order rather than fail.
     """
     tried: list[dict[str, Any]] = []
     for extra in variants:

@@ -1,37 +1,18 @@
-"""Plan shapes by the tools' types: `shallow` (arithmetic only in a tree plan's outer
-two levels), and `maps_to_own_kind` (GetTutor: a person to a person), which `calls` counts
-by how often the goal names it (coverage.py).
-
-`shallow`: arithmetic stands only in the outer two levels of a tree plan, and in the
-second only with a call among its arguments. Seen: "What is Ada's fee per month, if the
-yearly fee is paid in 12 equal parts?" planned as `divide(GetFee(Ada),
-multiply(divide(multiply(12, 100), ...), ...))`; a population density and the fuel for a
-250 km trip nested arithmetic four deep. Every arithmetic goal measured so far has a plan
-with at most two levels of it (the fuel: `divide(multiply(GetFuelUse(X), 250), 100)`),
-and arithmetic on literals alone is a number the plan could have written.
+"""The `shallow` technique, by the tools' types: arithmetic stands only in the outer two
+levels of a tree plan, and in the second only with a call among its arguments. Seen:
+"What is Ada's fee per month, if the yearly fee is paid in 12 equal parts?" planned as
+`divide(GetFee(Ada), multiply(divide(multiply(12, 100), ...), ...))`; a population
+density and the fuel for a 250 km trip nested arithmetic four deep. Every arithmetic goal
+measured so far has a plan with at most two levels of it (the fuel:
+`divide(multiply(GetFuelUse(X), 250), 100)`), and arithmetic on literals alone is a
+number the plan could have written.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from localagent.grammar.types import fits
-from localagent.planners.named import unquoted
 from localagent.tools.spec import ToolSpec
-
-
-def goal_words(goal: str) -> list[str]:
-    """The goal's words, lower case, quoted text aside (what `says_count` counts in)."""
-    return re.findall(r"[a-z0-9]+", unquoted(goal).lower())
-
-
-def maps_to_own_kind(tool: ToolSpec) -> bool:
-    """One required argument, and the result fits it (GetTutor: a name to a name)."""
-    required = tool.parameters.get("required", [])
-    props = tool.parameters.get("properties", {})
-    return (len(required) == 1 and bool(tool.returns)
-            and fits(props.get(required[0], {}), tool.returns, tool.parameters))
 
 
 def arithmetic(tools: Sequence[ToolSpec]) -> list[str]:

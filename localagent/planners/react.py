@@ -35,7 +35,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.coverage import Coverage
 from localagent.planners.decline import goal_declined
-from localagent.planners.grounding import grounded_answers
+from localagent.planners.grounding import observed_values
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.prompts import NO_TOOL_ANSWER, react_header
 from localagent.tools.spec import ToolSpec
@@ -110,7 +110,7 @@ class ReactPlanner:
         `finals`: with grounded answers, the values a Final Answer may restate ([]: none
         observed yet, so the step must act unless it is the last one); None: free text.
         `tools`: the functions as this step may call them (narrowed by `mentions`).
-        `must_act`: no Final Answer in this step (unless it is the last one: `cover`).
+        `must_act`: no Final Answer in this step (unless it is the last one: `values`).
         `may_decline` (the `decline` technique, first step): besides an action, the only
         Final Answer admitted is the refusal `NO_TOOL_ANSWER`.
         """
@@ -159,19 +159,16 @@ class ReactPlanner:
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded
         t = self.techniques
-        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
-                               result=t.result, values=t.values)
+        coverage = Coverage.of(goal, self.tools, t.values)
         observed: list[Any] = []
-        trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (step, function, args, value)
         for i in range(1, max_iterations + 1):
-            finals = grounded_answers(observed, trail, coverage.last, t.result) \
-                if grounded else None
+            finals = observed_values(observed) if grounded else None
             step_tools = self._step_tools(goal, observed)
             must_call = coverage.must_call(step_tools)
             offered = must_call or step_tools
 
             how: dict[str, Any] = {
-                "final_only": i == max_iterations or coverage.finished(must_call),
+                "final_only": i == max_iterations,
                 "log": out.log, "finals": finals, "must_act": bool(must_call),
                 "may_decline": t.decline and i == 1}
             step = self.next_step(prompt, tools=offered, **how)
@@ -197,13 +194,12 @@ class ReactPlanner:
             assert step.action is not None
             emit("react_thought", {"thought": step.thought})  # before the call it leads to
             call = literal_call(step.action.function, step.action.args)
-            coverage.record(step.action.args, step.action.function)
+            coverage.record(step.action.args)
             result = executor.run_call_sync(call, on_event=on_event)
             out.events.extend(result.events)
             error = result.error.message if result.error else None
             if error is None:
                 observed.append(result.value)
-                trail.append((i, step.action.function, step.action.args, result.value))
             obs = observation_text(result.value, error)
             out.turns.append(ReactTurn(step.thought, step.action.function, step.action.args,
                                        result.value, error, source=result.source))

@@ -24,22 +24,17 @@ from localagent.grammars import (
 )
 from localagent.llm.base import LLM, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
-from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     NO_PLAN_MESSAGE,
     GenerationLog,
     PlannerSettings,
-    first_buildable,
     generate_checked,
     replan_messages,
 )
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
-from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.layout import plan_manual
 from localagent.planners.mentions import anchor_to_goal
-from localagent.planners.named import AskedFunctions, asked_functions
-from localagent.planners.nouns import needed_functions
 from localagent.planners.parts import with_part
 from localagent.planners.prompts import sequential_prompt
 from localagent.tools.spec import ToolSpec
@@ -78,25 +73,12 @@ class SequentialPlanner:
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) as this goal's plan sees them (`named`, `mentions`)."""
-        tools = self._unanchored(goal)
-        return anchor_to_goal(tools, goal) if self.techniques.mentions else tools
-
-    def _unanchored(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) before `mentions`: narrowed by `named`, if on."""
-        asked = self._asked(goal)
-        return asked.narrowed() if asked else self._piped
-
-    def _asked(self, goal: str) -> AskedFunctions | None:
-        """With `named`, what a prose goal asks for (named.py); else None."""
-        return asked_functions(goal, self._piped) if self.techniques.named and goal else None
+        """The functions (input piped) as this goal's plan sees them (`mentions`)."""
+        return anchor_to_goal(self._piped, goal) if self.techniques.mentions else self._piped
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
-        """The plan grammar; with `answer` and a goal, one whose last step returns the kind
-        of value the goal asks for (answer_kind.py), unless no step can; with `named`,
-        one calling every function the goal names, from a phrase of the goal; with
-        `nouns`, one calling a function of each group its possessives and of-phrases name
-        (nouns.py; dropped first when no plan can meet it)."""
+        """The plan grammar over `tools` (default: every function, input piped); `goal`
+        is unused: the same grammar for every goal over these tools."""
         t = self.techniques
         shown = self._piped if tools is None else tools
         options: dict = {"max_steps": MAX_STEPS, "bounds": BOUNDS, "pipe": t.pipe,
@@ -104,16 +86,7 @@ class SequentialPlanner:
                          "reasoning_chars": REASONING_CHARS if t.shows_reasoning else 0,
                          "ordered": t.ordered, "distinct": t.distinct, "typed": t.typed,
                          "decline": t.decline}
-        asked = self._asked(goal)
-        if asked and tools is not None:  # a recipe: a pure pipe, from a phrase of the goal
-            options.update(must=asked.required, inputs=asked.phrases, pipe=True)
-        roots = answer_roots(goal, shown) if t.answer and goal else None
-        if t.head and goal:
-            roots = narrow_roots(roots, head_roots(goal, shown))
-        needs = needed_functions(goal, shown) if t.nouns and goal and not asked else []
-        grammar = first_buildable(
-            lambda **kw: sequential_plan(shown, **kw),
-            ({"roots": roots, "needs": needs}, {"roots": roots, "needs": []}), **options)
+        grammar = sequential_plan(shown, **options)
         return replace(grammar, fast_forward=True)  # a plan is mostly forced JSON
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
@@ -122,7 +95,7 @@ class SequentialPlanner:
         one manual for every goal over these tools)."""
         t = self.techniques
         shown, note = (self.tools, "") if tools is None else plan_manual(
-            self._unanchored(goal), tools, t.compact)
+            self._piped, tools, t.compact)
         return sequential_prompt(goal, shown, choose_examples(goal, t), note=note,
                                  reasoning=t.shows_reasoning, compact=t.compact,
                                  decline=t.decline,
@@ -142,8 +115,7 @@ class SequentialPlanner:
         if failed is None and plan_declined(self, goal, settings, log):
             raise DeclinedError(NO_PLAN_MESSAGE)
         tools = self.tools_for(goal)
-        shown = self.techniques.mentions or self.techniques.named
-        messages = self.messages(goal, tools if shown else None)
+        messages = self.messages(goal, tools if self.techniques.mentions else None)
         if failed is not None:
             messages = replan_messages(messages, failed.text, error)
         parsed = generate_checked(

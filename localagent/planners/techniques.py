@@ -46,46 +46,20 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | turn, its values fill the constrained turn's arguments;   |
 |               |                    | where they share no function and the goal states more of  |
 |               |                    | its values, its calls run (native.py, tool_calling.agreed)|
-| cover         | react, tools       | no answer until every enum value the goal names (a city,  |
-|               |                    | a company) was passed to some call (see coverage.py)      |
-|               | tree               | the grammar admits only plans passing each of them to a   |
-|               |                    | call (grammar/covering.py)                                |
 | values        | tree               | the grammar admits only plans passing each enum value the |
 |               |                    | goal writes verbatim to a call; values listed with marks  |
 |               |                    | only ("C, F", "C、F") are combined in one call first      |
-|               |                    | (language-neutral `cover` + `together`)                   |
 |               | react, tools       | no answer before each of those values reached a call      |
-| calls         | react, tools       | no answer until every function the goal names by its      |
-|               |                    | name's words ("club", "tutor") was called                 |
-|               |                    | (a self-map named twice, "X's tutor's tutor": twice)      |
-| together      | tree               | as cover, and values the goal lists together ("B, D") are |
-|               |                    | combined in one call first (grammar/covering.py)          |
-| check         | tools              | a goal stating a condition ("if") calls a yes/no function |
-|               |                    | first; a "no" without an alternative in the goal forces   |
-|               |                    | the answer, else one action and the answer (condition.py) |
-| answer        | tree, sequential   | the outermost call (the last step) must return the kind   |
-|               |                    | of value the question asks for: "how many" a number,      |
-|               |                    | "which" a name (answer_kind.py)                           |
-| head          | tree, sequential   | the outermost call (the last step) is what the question's |
-|               |                    | head names: the operation of its cue ("more ... than":    |
-|               |                    | subtract, "per": divide) or its head noun ("What is the   |
-|               |                    | yearly fee of ...": GetFee) (head.py)                     |
-|               | react, tools       | no answer before one of those functions was called        |
 | numbers       | tree               | with mentions: every number the goal states ("12 equal    |
 |               |                    | parts", "a 250 km trip") is passed to some call           |
 | shallow       | tree               | arithmetic only in a plan's outer two levels, the second  |
 |               |                    | with a call among its arguments (nesting.py)              |
-| nouns         | tree, sequential,  | a function the goal names as "X's N", "the N of X" or     |
-|               | react, tools       | "per N" must be called (nouns.py)                         |
-| result        | react, tools       | once the head's function (`head`) was the latest call and |
-|               |                    | nothing is pending, answer; a grounded answer restates a  |
-|               |                    | result no later call took as an argument (grounding.py)   |
 | compact       | tree, sequential   | the real task's functions written as one signature line,  |
 |               |                    | exactly as in the examples, not as the full manual        |
 | expression    | tree               | the plan is written as one call expression,               |
 |               |                    | `P.F(a=P.G(x="C"))` (about half the JSON's tokens), under |
-|               |                    | the same typed nesting (grammar/expression.py); no cover, |
-|               |                    | shallow, numbers, answer or reasoning with it             |
+|               |                    | the same typed nesting (grammar/expression.py); no        |
+|               |                    | values, shallow, numbers or reasoning with it             |
 | ordered       | sequential         | with backrefs: one call's step references are distinct and |
 |               |                    | ascending (`subtract($1, $2)`, not `$2, $1` or `$1, $1`)   |
 | distinct      | sequential         | with backrefs: one call's step references are distinct     |
@@ -96,9 +70,6 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | pipe          | sequential         | after the first step, `input` is never a literal: it comes |
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
-| named         | sequential         | a goal asking for prose that names two or more functions  |
-|               |                    | ("a short poem ..., in uppercase") is offered only the    |
-|               |                    | functions it names, in its order (named.py)               |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority; with a  |
 |               |                    | side-effect function offered, only the plan most samples  |
@@ -135,17 +106,9 @@ class Techniques:
     decline: bool = False
     native: bool = False
     defaults: bool = False
-    cover: bool = False
     values: bool = False
-    calls: bool = False
-    together: bool = False
-    check: bool = False
-    answer: bool = False
-    head: bool = False
-    nouns: bool = False
     shallow: bool = False
     numbers: bool = False
-    result: bool = False
     ordered: bool = False
     distinct: bool = False
     typed: bool = False
@@ -153,7 +116,6 @@ class Techniques:
     expression: bool = False
     backrefs: bool = True
     pipe: bool = False
-    named: bool = False
     replan: int = 0
     vote: int = 1
 
@@ -167,12 +129,10 @@ class Techniques:
     def plain() -> Techniques:
         """Every technique off: the plain planner the techniques are measured against."""
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
-                          grounded=False, decline=False, native=False, defaults=False, cover=False, values=False, calls=False, together=False, check=False,
-                          answer=False, head=False, nouns=False, shallow=False,
-                          numbers=False, result=False, ordered=False, distinct=False,
-                          typed=False,
-                          compact=False, expression=False, backrefs=False, pipe=False,
-                          named=False, replan=0, vote=1)
+                          grounded=False, decline=False, native=False, defaults=False,
+                          values=False, shallow=False, numbers=False, ordered=False,
+                          distinct=False, typed=False, compact=False, expression=False,
+                          backrefs=False, pipe=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:
@@ -222,8 +182,7 @@ class Techniques:
 
 # The defaults use only what holds for any phrasing, language and tool set: the
 # tool schemas, values the goal states verbatim (`mentions`), execution results
-# (`grounded`) and the grammar's structure (`backrefs`, `typed`, `distinct`). The
-# techniques that read the words of one language (`ENGLISH_ONLY`) are opt-in only.
+# (`grounded`) and the grammar's structure (`backrefs`, `typed`, `distinct`).
 # Tool calling and ReAct leave `mentions` out: on BFCL it rejected correct calls whose
 # values the goal does not write as the tool takes them ("3%" for 0.03, the speed of
 # light for 299792458) (docs/BENCHMARKS.md, "External yardsticks"). Tool calling takes
@@ -245,12 +204,6 @@ PLANNER_DEFAULTS: dict[str, Techniques] = {
     "tree": Techniques(mentions=True, backrefs=False, values=True),
     "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),
 }
-
-# Techniques that read words of one language (cue words, question words, possessives,
-# verb stems, capitalisation): never in a default, documented as English-only.
-ENGLISH_ONLY = frozenset({"cover", "calls", "together", "check", "answer", "head", "nouns",
-                          "result", "named"})
-
 
 def default_techniques(planner: str) -> Techniques:
     """The measured default configuration of `planner` (tree, sequential, react, tools)."""

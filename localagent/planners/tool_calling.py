@@ -44,10 +44,9 @@ from localagent.planners.base import (
     PlannerSettings,
     generate_checked,
 )
-from localagent.planners.condition import ConditionCheck
 from localagent.planners.coverage import Coverage
 from localagent.planners.decline import DECLINE_BELOW, calls_invented, first_turn, probe
-from localagent.planners.grounding import answer_choice, labelled_answers
+from localagent.planners.grounding import answer_choice, observed_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
 from localagent.planners.stated import stated_share, without_unstated_options
@@ -104,16 +103,15 @@ class ToolCallingPlanner:
     def next_turn(self, messages: Sequence[Message], last: bool,
                   log: GenerationLog, answers: list[str] | None = None,
                   must_call: Sequence[ToolSpec] = (),
-                  max_calls: int | None = None,
                   tools: Sequence[ToolSpec] | None = None) -> ToolCallTurn:
         """The model's next turn. `answers`: with grounded answers, the values a text answer
         may restate ([]: none observed yet, so the turn must call a tool unless it is the
-        last); None: free text. `must_call`: with `cover`, the turn must call one of these
-        (they take a value the goal names that no call used yet), unless it is the last.
-        `max_calls`: at most this many calls (default MAX_CALLS_PER_TURN). `tools`: the
-        functions as the grammar admits their calls (narrowed by `mentions`); the model's
-        chat template still shows them as declared."""
-        max_calls = max_calls or MAX_CALLS_PER_TURN
+        last); None: free text. `must_call`: with `values`, the turn must call one of these
+        (they take a value the goal states that no call used yet), unless it is the last.
+        At most MAX_CALLS_PER_TURN calls. `tools`: the functions as the grammar admits
+        their calls (narrowed by `mentions`); the model's chat template still shows them
+        as declared."""
+        max_calls = MAX_CALLS_PER_TURN
         callable_ = list(tools) if tools is not None else self.tools
         if must_call:
             names = {t.qualified_name for t in must_call}
@@ -137,12 +135,12 @@ class ToolCallingPlanner:
                                 constraint=constraint, tools=self.schemas,
                                 max_tokens=self.max_tokens)
 
-    def native_turn(self, goal: str, log: GenerationLog, tools: Sequence[ToolSpec],
-                    max_calls: int) -> NativeReply:
+    def native_turn(self, goal: str, log: GenerationLog,
+                    tools: Sequence[ToolSpec]) -> NativeReply:
         """With `native`: the first turn as the model writes it alone (`native.native_reply`:
         the goal in its chat template, no grammar, no planner prompt, greedy)."""
         return native_reply(self.llm, goal, tools, self.schemas, max_tokens=self.max_tokens,
-                            max_calls=max_calls, seed=self.settings.seed, log=log)
+                            max_calls=MAX_CALLS_PER_TURN, seed=self.settings.seed, log=log)
 
     def call_probability(self, messages: Sequence[Message], log: GenerationLog) -> float | None:
         """The model's probability, left free, of calling a tool rather than answering
@@ -166,41 +164,32 @@ class ToolCallingPlanner:
         next_id = 0
         grounded = self.techniques.grounded
         t = self.techniques
-        coverage = Coverage.of(goal, self.tools, t.cover, t.calls, head=t.head, nouns=t.nouns,
-                               result=t.result, values=t.values)
-        check = ConditionCheck.of(goal, self.tools, self.techniques.check)
-        observed: list[tuple[str, Any]] = []  # (function, value) of every call that worked
-        trail: list[tuple[int, str, dict[str, Any], Any]] = []  # (turn, function, args, value)
+        coverage = Coverage.of(goal, self.tools, t.values)
+        observed: list[Any] = []  # the value of every call that worked
         previous: str | None = None
         repeated = False  # the last turn repeated the one before: the next must answer
         p_call: float | None = None  # with `decline`: the probe's reading before turn 1
         for i in range(1, max_iterations + 1):
-            stated = labelled_answers(check.answer_values(observed), trail, coverage.last,
-                                      t.result, labels=True) if grounded else None
+            stated = observed_answers(observed, labels=True) if grounded else None
             answers = None if stated is None else list(stated)
             if t.decline and answers == [] and not out.turns:
                 p_call = self.call_probability(messages, out.log)
                 if p_call is not None and p_call < DECLINE_BELOW:
                     return _declined(out, on_event, "the model answered without calling "
                                                     "any offered tool")
-            values = [v for _, v in observed]  # every result so far
-            tools = self._turn_tools(goal, values)
-            pending = coverage.must_call(tools)
-            must_call = check.must_call() or pending
-            last = (i == max_iterations or check.must_answer or repeated
-                    or coverage.finished(pending))
+            tools = self._turn_tools(goal, observed)
+            must_call = coverage.must_call(tools)
+            last = i == max_iterations or repeated
             if stated and not last:  # answering of its own accord: either form
-                bare = labelled_answers(check.answer_values(observed), trail, coverage.last,
-                                        t.result)
+                bare = observed_answers(observed)
                 stated = {**stated, **{k: v for k, v in bare.items() if k not in stated}}
                 answers = list(stated)
             turn = self.next_turn(messages, last=last,
                                   log=out.log, answers=answers, must_call=must_call,
-                                  max_calls=check.max_calls, tools=tools)
+                                  tools=tools)
             # after the constrained turn, whose prompt the probe left in the KV cache
             if t.native and not out.turns and turn.calls:
-                reply = self.native_turn(goal, out.log, tools,
-                                         check.max_calls or MAX_CALLS_PER_TURN)
+                reply = self.native_turn(goal, out.log, tools)
                 turn = agreed(turn, reply.turn, tools, goal)
             if p_call is not None and not out.turns and turn.calls and calls_invented(
                     p_call, stated_share(turn.calls, goal, self.tools)):
@@ -208,7 +197,7 @@ class ToolCallingPlanner:
                                                 "first calls need")
             if t.defaults and turn.calls:
                 turn = ToolCallTurn(calls=without_unstated_options(
-                    turn.calls, _goal_and_results(goal, values),
+                    turn.calls, _goal_and_results(goal, observed),
                     self.tools))
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
@@ -224,12 +213,8 @@ class ToolCallingPlanner:
                      for c in turn.calls]
             results = executor.run_calls_sync(calls, on_event=on_event)
             for c in turn.calls:
-                coverage.record(c.args, c.function)
-            check.record_turn([(c.function, r.value if r.ok else None)
-                               for c, r in zip(turn.calls, results)])
-            observed += [(c.function, r.value) for c, r in zip(turn.calls, results) if r.ok]
-            trail += [(i, c.function, c.args, r.value)
-                      for c, r in zip(turn.calls, results) if r.ok]
+                coverage.record(c.args)
+            observed += [r.value for r in results if r.ok]
             for result in results:
                 out.events.extend(result.events)
             messages.append({"role": "assistant", "content": "", "tool_calls": [

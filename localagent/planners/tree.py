@@ -20,7 +20,6 @@ from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree
 from localagent.llm.base import LLM, Message
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.plan_expression import parse_expression
-from localagent.planners.answer_kind import answer_roots
 from localagent.planners.base import (
     NO_PLAN_MESSAGE,
     GenerationLog,
@@ -29,19 +28,12 @@ from localagent.planners.base import (
     generate_checked,
     replan_messages,
 )
-from localagent.planners.coverage import (
-    LISTED_BY_MARKS,
-    listed_groups,
-    named_enum_values,
-    stated_enum_values,
-)
+from localagent.planners.coverage import listed_groups, stated_enum_values
 from localagent.planners.decline import plan_declined
 from localagent.planners.examples import choose_examples
-from localagent.planners.head import head_roots, narrow_roots
 from localagent.planners.layout import plan_manual
 from localagent.planners.mentions import anchor_to_goal, stated_numbers
 from localagent.planners.nesting import arithmetic
-from localagent.planners.nouns import needed_functions
 from localagent.planners.prompts import tree_prompt
 from localagent.tools.spec import ToolSpec
 
@@ -91,18 +83,15 @@ class TreePlanner:
         return self.tools
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
-        """The plan grammar; with `cover` and a goal, one that must use every enum value
-        the goal names (grammar/covering.py); with `answer`, one whose outermost call
-        returns the kind of value the goal asks for (answer_kind.py) and, with `head`, is
-        what the question's head names (head.py); with `shallow`, arithmetic only in the
-        outer two levels (nesting.py); with `nouns`, one calling the functions its
-        possessives and of-phrases name (nouns.py); with `numbers` (and `mentions`), one
-        passing every number the goal states to a call; with `together`, the covering
-        grammar in which values listed together ("C, F") are combined in one call before
-        meeting the others. A restriction that no plan over these tools can meet is
-        dropped (`nouns` first, then `numbers`, then `answer`). With `expression`, the
-        call-expression grammar (grammar/expression.py), to which none of these apply.
-        Marked for fast-forward (`Constraint.fast_forward`): a plan is mostly forced JSON.
+        """The plan grammar; with `values` and a goal, one that must pass every enum value
+        the goal writes to a call, values listed with marks only ("C, F") combined in one
+        call before meeting the others (grammar/covering.py); with `shallow`, arithmetic
+        only in the outer two levels (nesting.py); with `numbers` (and `mentions`), one
+        passing every number the goal states to a call. A restriction that no plan over
+        these tools can meet is dropped (`numbers` first, then `values`). With
+        `expression`, the call-expression grammar (grammar/expression.py), to which none
+        of these apply. Marked for fast-forward (`Constraint.fast_forward`): a plan is
+        mostly forced JSON.
         """
         return replace(self._grammar(tools, goal), fast_forward=True)
 
@@ -110,26 +99,16 @@ class TreePlanner:
         shown, t = (self.tools if tools is None else tools), self.techniques
         if t.expression:
             return expression_plan(shown, depth=self.depth, bounds=BOUNDS)
-        cover = (named_enum_values(goal, shown) if (t.cover or t.together) and goal else
-                 stated_enum_values(goal, shown) if t.values and goal else [])
-        groups = (listed_groups(goal, cover) if t.together else
-                  listed_groups(goal, cover, LISTED_BY_MARKS) if t.values else [])
+        cover = stated_enum_values(goal, shown) if t.values and goal else []
+        groups = listed_groups(goal, cover) if t.values else []
         options = {"depth": self.depth, "bounds": BOUNDS, "reasoning_steps": t.steps,
                    "reasoning_chars": REASONING_CHARS if self.reasoning else 0,
                    "groups": groups,
                    "shallow": arithmetic(shown) if t.shallow else (), "decline": t.decline}
-        roots = answer_roots(goal, shown) if t.answer and goal else None
-        if t.head and goal:
-            roots = narrow_roots(roots, head_roots(goal, shown))
-        needs = needed_functions(goal, shown) if t.nouns and goal else []
         numbers = stated_numbers(goal) if t.numbers and t.mentions and goal else []
         return first_buildable(
             lambda **kw: tree_plan(shown, **kw),
-            ({"cover": cover, "numbers": numbers, "needs": needs, "roots": roots},
-             {"cover": cover, "numbers": numbers, "needs": [], "roots": roots},
-             {"cover": cover, "numbers": [], "needs": [], "roots": roots},
-             {"cover": cover, "numbers": [], "needs": [], "roots": None},
-             {"cover": [], "numbers": [], "needs": [], "roots": roots}), **options)
+            ({"cover": cover, "numbers": numbers}, {"cover": cover, "numbers": []}), **options)
 
     def messages(self, goal: str, tools: Sequence[ToolSpec] | None = None) -> list[Message]:
         """The prompt; with `tools` narrowed for the goal, the manual lists the arguments'
