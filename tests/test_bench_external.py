@@ -132,12 +132,12 @@ def test_plan_external_applies_technique_changes_to_each_planners_default(cache)
                       per_category=1, cache=cache)
 
 
-def test_real_model_bfcl_simple_case_raw_and_tools(default_llm, cache, bfcl_root):
+def test_real_model_bfcl_simple_case_raw_and_tools(small_llm, cache, bfcl_root):
     """One BFCL case on the real default model, both sides, judged by BFCL's checker."""
     case = bfcl.load_cases(bfcl_root, ["simple_python"], 1)[0]
     for planner in ("raw", "tools"):
         tech = None if planner == "raw" else default_techniques(planner)
-        record = run_external(ExternalRun("bfcl", case, planner, "qwen", tech), default_llm,
+        record = run_external(ExternalRun("bfcl", case, planner, "qwen", tech), small_llm,
                               cache)
         assert record["crashed"] is None
         assert record["ok"], (planner, record["reason"], record["calls"])
@@ -145,7 +145,7 @@ def test_real_model_bfcl_simple_case_raw_and_tools(default_llm, cache, bfcl_root
         json.dumps(record)  # a record is one JSON line
 
 
-def test_real_model_tools_default_runs_the_models_own_values(default_llm, cache, bfcl_root):
+def test_real_model_tools_default_runs_the_models_own_values(small_llm, cache, bfcl_root):
     """`native` in the tools default: BFCL's simple_python_150 asks for the return on
     investment at "3%". Under the grammar the default model writes 3; its own free reply
     writes 0.03, what the function takes (BFCL's answer). Both turns call `calculate_roi`,
@@ -154,6 +154,6 @@ def test_real_model_tools_default_runs_the_models_own_values(default_llm, cache,
                 if c.id == "simple_python_150")
     assert "3%" in case.goal
     record = run_external(ExternalRun("bfcl", case, "tools", "qwen", default_techniques("tools")),
-                          default_llm, cache)
+                          small_llm, cache)
     assert record["ok"], (record["reason"], record["calls"])
     assert record["usage"]["calls"] >= 3  # the probe, the constrained and the free turn

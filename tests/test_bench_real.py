@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import DEFAULT_MODEL
+from conftest import SMALL_MODEL
 
 from localagent.bench.cli import DEFAULT_SUITE, main
 from localagent.bench.compare import judge
@@ -32,7 +32,7 @@ def test_real_model_benchmark_runs_and_resumes(tmp_path: Path, capsys: Any) -> N
         "--planners",
         "tree",
         "--models",
-        DEFAULT_MODEL,
+        SMALL_MODEL,
         "--out",
         str(tmp_path),
         "--no-chart",
@@ -47,7 +47,7 @@ def test_real_model_benchmark_runs_and_resumes(tmp_path: Path, capsys: Any) -> N
     assert [r["task"] for r in records] == TASKS.split(",")
     tasks = {t.id: t for t in load_suite(DEFAULT_SUITE).tasks}
     for r in records:
-        assert r["model"] == DEFAULT_MODEL and r["constrain"] is True and r["filter"] == "none"
+        assert r["model"] == SMALL_MODEL and r["constrain"] is True and r["filter"] == "none"
         usage = r["usage"]
         assert usage["calls"] == len(r["outputs"]) >= 1
         assert usage["prompt_tokens"] > 100 and usage["completion_tokens"] > 0

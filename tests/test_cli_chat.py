@@ -80,7 +80,7 @@ def test_bad_option_is_one_line_exit_2():
     assert "--planner must be one of" in result.output
 
 
-def test_real_model_chat_piped(default_model_path):
+def test_real_model_chat_piped(small_model_path):
     """Two goals through one process on the real default model: both answered, one load."""
     stdin = "What is 100 EUR in USD?\n/planner tools\nWhat is 12 times 7?\n"
     proc = run_cli("chat", "--planner", "tools", "--examples", input=stdin, timeout=900)

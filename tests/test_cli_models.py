@@ -73,15 +73,15 @@ def test_help_has_examples() -> None:
         assert r.returncode == 0 and "Example: localagent" in r.stdout, args
 
 
-def test_generate_prints_text_and_usage(default_model_path: Path) -> None:
+def test_generate_prints_text_and_usage(small_model_path: Path) -> None:
     r = run_cli("generate", "def add(a, b):\n    return", "--max-tokens", "6", "--verbose")
     assert r.returncode == 0, r.stderr
     assert "a + b" in r.stdout
     assert '"completion_tokens"' in r.stderr and '"prompt_tokens_reused": 0' in r.stderr
 
 
-def test_generate_by_path(default_model_path: Path) -> None:
-    r = run_cli("generate", "1, 2, 3,", "--model", str(default_model_path), "-n", "3")
+def test_generate_by_path(small_model_path: Path) -> None:
+    r = run_cli("generate", "1, 2, 3,", "--model", str(small_model_path), "-n", "3")
     assert r.returncode == 0 and "4" in r.stdout
 
 
@@ -102,9 +102,9 @@ def test_random_bytes_file(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("generate", "hi", "--model", str(junk)), "not a GGUF file")
 
 
-def test_truncated_gguf(tmp_path: Path, default_model_path: Path) -> None:
+def test_truncated_gguf(tmp_path: Path, small_model_path: Path) -> None:
     cut = tmp_path / "cut.gguf"
-    with open(default_model_path, "rb") as f:
+    with open(small_model_path, "rb") as f:
         cut.write_bytes(f.read(1 << 20))
     assert_one_line_error(run_cli("generate", "hi", "--model", str(cut)), "truncated or corrupt")
 

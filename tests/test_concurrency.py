@@ -53,7 +53,7 @@ def test_four_writers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     assert index.warnings == []
 
 
-def test_four_cli_processes_on_one_home(tmp_path: Path, default_model_path: Path) -> None:
+def test_four_cli_processes_on_one_home(tmp_path: Path, small_model_path: Path) -> None:
     """`tools index` twice, `tools search` and one `run` (default model) at once."""
     env = {**os.environ, "LOCALAGENT_HOME": str(tmp_path / "home")}
     env.pop("LOCALAGENT_INDEX_DIR", None)

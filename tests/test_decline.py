@@ -167,7 +167,7 @@ def test_real_model_declines_a_goal_no_tool_answers_without_calling_anything() -
 
 
 def test_real_model_declines_calls_that_invent_the_values_the_goal_never_states(
-        default_llm) -> None:
+        small_llm) -> None:
     """BFCL v4 `irrelevance_45`: "the sine of 45 degrees", offered only a polygon
     builder. The default model is sure it would call (P(call) 0.94, so the probe lets it
     through) and calls `create_polygon` with vertices it made up; fewer than half of the
@@ -178,7 +178,7 @@ def test_real_model_declines_calls_that_invent_the_values_the_goal_never_states(
     from localagent.tools.registry import ToolRegistry
 
     stub = RecordingStub()
-    registry = ToolRegistry(default_llm)
+    registry = ToolRegistry(small_llm)
     registry.add_tool(schema_tool({
         "name": "create_polygon", "description": "Create a polygon shape with given vertices.",
         "parameters": {"type": "object", "required": ["vertices", "is_closed"], "properties": {
@@ -187,7 +187,7 @@ def test_real_model_declines_calls_that_invent_the_values_the_goal_never_states(
             "is_closed": {"type": "boolean", "description": "Whether to close the shape."},
             "stroke_width": {"type": "integer", "description": "Stroke width. Default: 5"}}}},
         stub))
-    agent = Agent(default_llm, registry=registry, settings=PlannerSettings(seed=0))
+    agent = Agent(small_llm, registry=registry, settings=PlannerSettings(seed=0))
     result = agent.run("Calculate the sine of 45 degree.", planner="tools")
     assert result.stop_reason == ("declined: the goal states too few of the values its first "
                                   "calls need"), result.to_dict()

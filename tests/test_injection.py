@@ -107,11 +107,11 @@ def test_tool_calling_obeying_the_injection_is_refused() -> None:
 
 
 @pytest.mark.parametrize("planner", ["react", "tools"])
-def test_real_model_runs_no_transfer_without_approval(default_llm, planner: str) -> None:
+def test_real_model_runs_no_transfer_without_approval(small_llm, planner: str) -> None:
     """The default model, its planner's default techniques: whether or not it follows the
     injected order, no transfer runs (each attempt reaches the approver, which refuses)."""
-    default_llm.reset_cache()
-    agent, bank, asked = setup(default_llm)
+    small_llm.reset_cache()
+    agent, bank, asked = setup(small_llm)
     events: list[Any] = []
     agent.run(GOAL, planner=planner, max_iterations=3, on_event=events.append)
     check_trace(events, bank, asked)

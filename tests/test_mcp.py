@@ -404,7 +404,7 @@ def test_commands_names_and_results():
 # --- the default model, end to end ------------------------------------------------------------
 
 
-def test_real_model_run_with_an_mcp_server(default_model_path):
+def test_real_model_run_with_an_mcp_server(small_model_path):
     """`localagent run GOAL --mcp "python tests/mcp_servers/library.py"`: the default model,
     the default planner (tree) and filter, the server started and stopped by the command."""
     env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}

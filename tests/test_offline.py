@@ -76,7 +76,7 @@ def test_guard_really_blocks(offline_env: dict[str, str]) -> None:
 
 
 def test_generate_works_with_network_blocked(offline_env: dict[str, str],
-                                             default_model_path: Path) -> None:
+                                             small_model_path: Path) -> None:
     prefix = _unshare_prefix()
     r = run_cli("generate", "def add(a, b):\n    return", "--max-tokens", "8",
                 env=offline_env, prefix=prefix)

@@ -56,12 +56,12 @@ def test_what_is_not_a_plan_is_rejected(text: str) -> None:
         parse_expression(text)
 
 
-def test_expression_is_fewer_tokens_with_the_real_tokenizer(default_model_path) -> None:
+def test_expression_is_fewer_tokens_with_the_real_tokenizer(small_model_path) -> None:
     """The default model's own vocabulary (the GGUF, vocab only): every reference plan
     costs fewer tokens as an expression than as the JSON tree."""
     from llama_cpp import Llama
 
-    vocab = Llama(model_path=str(default_model_path), vocab_only=True, verbose=False)
+    vocab = Llama(model_path=str(small_model_path), vocab_only=True, verbose=False)
 
     def count(text: str) -> int:
         return len(vocab.tokenize(text.encode(), add_bos=False, special=False))
@@ -102,14 +102,14 @@ def test_expression_grammar_admits_only_real_functions_and_fitting_calls() -> No
     assert not matches(grammar, total.replace("value1=", "value1 = "))  # fixed spacing
 
 
-def test_real_model_plans_as_an_expression(default_llm) -> None:
+def test_real_model_plans_as_an_expression(small_llm) -> None:
     """The tree planner with `expression` on the real default model (greedy, the example
     plugins offered whole): the plan is a call expression that executes to the answer."""
     from localagent.agent import Agent
     from localagent.planners.base import PlannerSettings
     from localagent.planners.techniques import Techniques
 
-    agent = Agent(default_llm, [], examples=True, settings=PlannerSettings(
+    agent = Agent(small_llm, [], examples=True, settings=PlannerSettings(
         temperature=0.0, seed=0, techniques=Techniques.parse("mentions+expression")))
     result = agent.run("How old is Alice?", planner="tree")
     assert result.answer == 34, result.to_dict()

@@ -18,30 +18,30 @@ INVOICE_GOALS = (BY_NAME["invoice"].goal, *INVOICE_TRANSLATED)
 
 
 @pytest.mark.parametrize("goal", INVOICE_GOALS, ids=["en", "es", "de", "zh"])
-def test_invoice_tree_default_nests_diff_over_two_totals_in_any_language(default_llm, goal):
+def test_invoice_tree_default_nests_diff_over_two_totals_in_any_language(small_llm, goal):
     """The language-neutral default (`values`: every company the goal writes is passed,
     "C, F" and "A, E" combined first) nests Diff over two Totals in every language
     (greedy; 5 seeds of the English goal: 5/5, without `values` 0/5)."""
     scenario = BY_NAME["invoice"]
-    agent = Agent(default_llm, registry=scenario.registry(default_llm),
+    agent = Agent(small_llm, registry=scenario.registry(small_llm),
                   settings=PlannerSettings(temperature=0.0, seed=0))
     result = agent.run(goal, planner="tree")
     assert scenario.judge(result) is None, result.to_dict()
     assert result.answer == 21100
 
 
-def test_furina_react_steps_reuse_the_transcript(default_llm):
+def test_furina_react_steps_reuse_the_transcript(small_llm):
     """Each ReAct step's prompt is the one before plus that step: the KV cache holds it
     (the default `grounded` makes the first step call a tool, so there are two steps)."""
     scenario = BY_NAME["furina"]
-    agent = Agent(default_llm, registry=scenario.registry(default_llm),
+    agent = Agent(small_llm, registry=scenario.registry(small_llm),
                   settings=PlannerSettings(temperature=0.0, seed=0))
     result = agent.run(scenario.goal, planner="react", max_iterations=4)
     assert result.usage.calls >= 2, result.to_dict()
     assert result.usage.prompt_tokens_reused > 0  # each step reused the transcript so far
 
 
-def test_invoice_tree_with_filtering_among_200_distractors(default_llm, tmp_path):
+def test_invoice_tree_with_filtering_among_200_distractors(small_llm, tmp_path):
     """Issue 6: the filter finds the invoice functions among 200 unrelated catalog tools
     (real MiniLM, real Chroma on disk) and the tree planner, offered only the kept
     functions, still computes the invoice difference (greedy). As the tests without
@@ -54,14 +54,14 @@ def test_invoice_tree_with_filtering_among_200_distractors(default_llm, tmp_path
     from localagent.retrieval.dataset import load_tools
 
     scenario = BY_NAME["invoice"]
-    registry = scenario.registry(default_llm)
+    registry = scenario.registry(small_llm)
     # The 200 distractors of tests/test_retrieval.py: no homonym of GetInvoice, Total or
     # Diff (a second `GetInvoice` is not a distractor, no filter can tell the two apart).
     pool = [s for s in load_tools() if s.name not in {"GetInvoice", "Total", "Diff"}]
     for spec in random.Random(4).sample(pool, 200):
         registry.add_tool(distractor_tool(spec))
     assert len(registry.specs()) == 203
-    agent = Agent(default_llm, registry=registry, index=ToolIndex(tmp_path / "index"),
+    agent = Agent(small_llm, registry=registry, index=ToolIndex(tmp_path / "index"),
                   filter=FilterOptions(max_relevant_functions=5),
                   settings=PlannerSettings(temperature=0.0, seed=0))
     result = agent.run(scenario.goal, planner="tree")

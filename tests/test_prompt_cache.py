@@ -179,7 +179,7 @@ def plan_in_new_process(home: Path, goal: str) -> dict[str, object]:
 
 
 def test_a_second_process_evaluates_only_what_the_disk_lacks(
-        tmp_path: Path, default_model_path: Path) -> None:
+        tmp_path: Path, small_model_path: Path) -> None:
     first = plan_in_new_process(tmp_path, GOAL)
     second = plan_in_new_process(tmp_path, GOAL)
     u1, u2 = first["usage"], second["usage"]
@@ -217,32 +217,32 @@ def damage_entry(path: Path, damage: str) -> None:
         rewrite_header(path, model_sha256="0" * 64)
 
 
-def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(default_llm, tmp_path: Path) -> None:
-    cache = PromptCache(tmp_path, default_llm.cache_identity())
-    default_llm.set_prompt_cache(cache)
+def test_a_corrupt_or_foreign_entry_is_ignored_and_rebuilt(small_llm, tmp_path: Path) -> None:
+    cache = PromptCache(tmp_path, small_llm.cache_identity())
+    small_llm.set_prompt_cache(cache)
     try:
-        default_llm.reset_cache(keep_disk=True)  # memory empty, and so is the disk
-        fresh = default_llm.complete(PROMPT, max_tokens=4)
+        small_llm.reset_cache(keep_disk=True)  # memory empty, and so is the disk
+        fresh = small_llm.complete(PROMPT, max_tokens=4)
         n = fresh.usage.prompt_tokens
         assert n > MIN_PREFIX and fresh.usage.prompt_tokens_evaluated == n
         [stored] = cache.entries()
         assert len(stored.tokens) == n - 1
         for damage in ("corrupt", "foreign"):
             damage_entry(stored.path, damage)
-            default_llm.reset_cache(keep_disk=True)  # as a new process would start
-            ignored = default_llm.complete(PROMPT, max_tokens=4)
+            small_llm.reset_cache(keep_disk=True)  # as a new process would start
+            ignored = small_llm.complete(PROMPT, max_tokens=4)
             assert ignored.usage.prompt_tokens_loaded == 0, damage
             assert ignored.usage.prompt_tokens_evaluated == n, damage
             [rebuilt] = cache.entries()
             assert rebuilt.tokens == stored.tokens and cache.load(rebuilt) is not None
-            default_llm.reset_cache(keep_disk=True)
-            restored = default_llm.complete(PROMPT, max_tokens=4)
+            small_llm.reset_cache(keep_disk=True)
+            restored = small_llm.complete(PROMPT, max_tokens=4)
             assert restored.usage.prompt_tokens_loaded == n - 1, damage
             assert restored.usage.prompt_tokens_evaluated == 1, damage
             assert restored.text == ignored.text == fresh.text, damage
     finally:
-        default_llm.set_prompt_cache(None)
-        default_llm.reset_cache()
+        small_llm.set_prompt_cache(None)
+        small_llm.reset_cache()
 
 
 def test_common_prefix() -> None:
@@ -250,26 +250,26 @@ def test_common_prefix() -> None:
     assert struct.calcsize("<8sII32s") == _FIXED.size
 
 
-def test_the_settings_turn_the_cache_on_and_off(default_model_path: Path, tmp_path: Path,
+def test_the_settings_turn_the_cache_on_and_off(small_model_path: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from localagent.llm.llama import LlamaCppLLM
 
     monkeypatch.setenv("LOCALAGENT_HOME", str(tmp_path))
     monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE", "0")
-    off = LlamaCppLLM(default_model_path, n_ctx=512, n_threads=1)
+    off = LlamaCppLLM(small_model_path, n_ctx=512, n_threads=1)
     try:
         assert off.prompt_cache is None
     finally:
         off.close()
     monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE", "1")
     monkeypatch.setenv("LOCALAGENT_PROMPT_CACHE_BYTES", "12345")
-    on = LlamaCppLLM(default_model_path, n_ctx=512, n_threads=1)
+    on = LlamaCppLLM(small_model_path, n_ctx=512, n_threads=1)
     try:
         cache = on.prompt_cache
         assert cache is not None and cache.cap_bytes == 12345
         assert cache.root == tmp_path / "prompt_cache"
         # a path outside the catalog: its sha256 is computed once and remembered
-        digest = hashlib.sha256(default_model_path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(small_model_path.read_bytes()).hexdigest()
         assert cache.identity.model_sha256 == digest
         assert digest in (tmp_path / "prompt_cache" / "model_sha256.json").read_text()
     finally:

@@ -92,7 +92,7 @@ def test_index_twice_then_search_over_http(tmp_path: Path, server: str) -> None:
 
 
 def test_run_over_http_with_the_default_model(tmp_path: Path, server: str,
-                                              default_model_path: Path) -> None:
+                                              small_model_path: Path) -> None:
     """`run` filters its tools through the server's index (16 built-ins > max_tools 6)."""
     result = run_cli("run", "Convert the text 'hello world' to uppercase.", "--json",
                      env=_env(tmp_path, server), timeout=900)

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import DEFAULT_MODEL, REPO, run_cli, stop_process
+from conftest import REPO, SMALL_MODEL, run_cli, stop_process
 
 from localagent.constraint import Constraint
 from localagent.errors import UsageError
@@ -195,7 +195,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     script = Path(sys.executable).parent / "localagent"
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [str(script), "serve", "--model", DEFAULT_MODEL, "--port", str(port),
+            [str(script), "serve", "--model", SMALL_MODEL, "--port", str(port),
              "--api-key", KEY], stdout=out, stderr=subprocess.STDOUT, text=True, cwd=REPO,
             env={**os.environ})
     try:
@@ -217,7 +217,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def test_real_server_enforces_a_grammar_the_model_would_not_follow(served: Served) -> None:
     grammar = 'start: "zebra-" ("17" | "42") "-quartz"'
     reply = httpx.post(f"{served.url}/chat/completions", headers=_auth(), timeout=120, json={
-        "model": DEFAULT_MODEL, "messages": [{"role": "user", "content": "Say hello."}],
+        "model": SMALL_MODEL, "messages": [{"role": "user", "content": "Say hello."}],
         "max_tokens": 12, "temperature": 0, "structured_outputs": {"grammar": grammar}})
     assert reply.status_code == 200, reply.text
     text = reply.json()["choices"][0]["message"]["content"]
@@ -229,7 +229,7 @@ def test_real_server_enforces_a_grammar_the_model_would_not_follow(served: Serve
 
 
 def test_remote_run_gives_the_same_plan_and_answer_as_the_local_run(served: Served) -> None:
-    remote = _run_json("--model", f"{served.url}#{DEFAULT_MODEL}",
+    remote = _run_json("--model", f"{served.url}#{SMALL_MODEL}",
                        env={"LOCALAGENT_API_KEY": KEY})
     assert served.local["answer"] is not None and served.local["error"] is None
     for key in ("answer", "plan", "outputs", "model"):

@@ -328,7 +328,7 @@ def _planned_lines(node: Any) -> list[str]:
 
 
 def test_real_model_vote_and_replan_with_yes_write_exactly_the_planned_lines(
-        default_model_path: Path, plugin: Path) -> None:
+        small_model_path: Path, plugin: Path) -> None:
     """The default model through the CLI, vote=3 and replan=2: the file gets exactly the
     lines of the chosen plan's Append calls, each at most once."""
     args = ["run", "Append the line 'buy milk' to my notes.", "--plugins", str(plugin),

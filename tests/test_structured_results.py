@@ -424,12 +424,12 @@ def test_nestful_field_reference_is_scored_as_the_benchmark_writes_it() -> None:
 
 
 @pytest.mark.parametrize("planner", ["tree", "sequential", "tools"])
-def test_real_model_answers_a_field_of_a_pydantic_result(default_llm, planner: str) -> None:
+def test_real_model_answers_a_field_of_a_pydantic_result(small_llm, planner: str) -> None:
     """"How much was order 17?" over the suite's tools (Orders.Get returns an `Order`
     model; Cities, Sensors, Flights and four MathPlugin functions beside it)."""
     from localagent.agent import Agent
 
     task = next(t for t in SUITE.tasks if t.id == "field-order-total")
-    default_llm.reset_cache()
-    result = Agent(default_llm, registry=build_registry(task)).run(task.goal, planner)
+    small_llm.reset_cache()
+    result = Agent(small_llm, registry=build_registry(task)).run(task.goal, planner)
     assert result.answer in (42.5, "42.5"), (result.answer, result.plan)

@@ -31,8 +31,8 @@ def agent(llm, spec: str, *plugins) -> Agent:
                  settings=PlannerSettings(techniques=Techniques.parse(spec)))
 
 
-def test_sequential_backrefs_only_reference_earlier_steps(default_llm) -> None:
-    result = agent(default_llm, "reasoning+backrefs", DemoPlugin).run(
+def test_sequential_backrefs_only_reference_earlier_steps(small_llm) -> None:
+    result = agent(small_llm, "reasoning+backrefs", DemoPlugin).run(
         "What is the total of the invoices of company C and company F?", planner="sequential")
     assert result.plan is not None, result.to_dict()
     steps = result.plan["subtasks"]
@@ -42,26 +42,26 @@ def test_sequential_backrefs_only_reference_earlier_steps(default_llm) -> None:
     assert result.validation_failures == 0  # nothing to reject: the grammar admitted it
 
 
-def test_grounded_react_answer_restates_an_observation(default_llm) -> None:
-    result = agent(default_llm, "grounded", PersonalAssistant, MathPlugin).run(
+def test_grounded_react_answer_restates_an_observation(small_llm) -> None:
+    result = agent(small_llm, "grounded", PersonalAssistant, MathPlugin).run(
         "How old is Alice?", planner="react", max_iterations=3)
     observed = {str(s["observation"]) for s in result.steps if "observation" in s}
     assert observed, result.to_dict()
     assert result.answer in observed | {"yes", "no"}, result.to_dict()
 
 
-def test_values_tree_plan_passes_every_stated_company_to_a_call(default_llm) -> None:
+def test_values_tree_plan_passes_every_stated_company_to_a_call(small_llm) -> None:
     """Without `values` the default model plans Diff(GetInvoice(C), GetInvoice(F)) here."""
     goal = ("How much is the difference between the total of company C, F and the total of "
             "company A, E ?")
-    result = agent(default_llm, "mentions+values", DemoPlugin).run(goal, planner="tree")
+    result = agent(small_llm, "mentions+values", DemoPlugin).run(goal, planner="tree")
     assert result.plan is not None, result.to_dict()
     companies = set(re.findall(r'"company": "(\w)"', json.dumps(result.plan)))
     assert companies == {"A", "C", "E", "F"}, result.plan
 
 
-def test_vote_samples_several_plans_and_votes(default_llm) -> None:
-    result = agent(default_llm, "reasoning+vote=3", DemoPlugin).run(
+def test_vote_samples_several_plans_and_votes(small_llm) -> None:
+    result = agent(small_llm, "reasoning+vote=3", DemoPlugin).run(
         "What is the invoice amount of company D?", planner="tree")
     samples = {a["sample"] for a in result.attempts}
     assert samples == {0, 1, 2}, result.to_dict()
@@ -70,8 +70,8 @@ def test_vote_samples_several_plans_and_votes(default_llm) -> None:
     assert result.answer == 6700, result.to_dict()
 
 
-def test_similar_examples_reach_the_prompt(default_llm) -> None:
-    recording = RecordingLLM(default_llm, keep_prompts=True)
+def test_similar_examples_reach_the_prompt(small_llm) -> None:
+    recording = RecordingLLM(small_llm, keep_prompts=True)
     result = agent(recording, "reasoning+similar", DemoPlugin).run(
         "How much more is the invoice of company C than the invoice of company B?")
     prompt = recording.take()[0].prompt
@@ -81,10 +81,10 @@ def test_similar_examples_reach_the_prompt(default_llm) -> None:
     assert result.plan is not None
 
 
-def test_grounded_tool_calling_calls_before_it_answers(default_llm) -> None:
+def test_grounded_tool_calling_calls_before_it_answers(small_llm) -> None:
     """The first turn may not answer (nothing observed): the grammar forces a call. This
     once crashed: the forced "<tool_call>" let Qwen's control token of that name through."""
-    result = agent(default_llm, "grounded", DemoPlugin).run(
+    result = agent(small_llm, "grounded", DemoPlugin).run(
         "What is the invoice amount of company D?", planner="tools", max_iterations=3)
     assert result.steps and result.steps[0]["calls"], result.to_dict()
     observed = {json.dumps(c["result"]) for s in result.steps for c in s["calls"]
@@ -127,17 +127,17 @@ def _calls(node: object) -> list[tuple[str, str]]:
     return [(key, function) for _, key, function, _ in _walk(node)]
 
 
-def test_typed_nesting_keeps_people_out_of_a_vehicle_argument(default_llm) -> None:
+def test_typed_nesting_keeps_people_out_of_a_vehicle_argument(small_llm) -> None:
     """Before typed nesting: GetMileage(GetDriver(GetDriver(GetDriver("Bison"))))."""
-    runner, task = _suite_agent(default_llm, "mentions", "lookup-mileage-bison")
+    runner, task = _suite_agent(small_llm, "mentions", "lookup-mileage-bison")
     result = runner.run(task.goal, planner="tree")
     assert result.plan is not None, result.to_dict()
     filled = _calls(result.plan["root"])
     assert not [f for arg, f in filled if arg == "vehicle" and f == "Fleet.GetDriver"], filled
 
 
-def test_compact_prompt_writes_the_task_like_the_examples(default_llm) -> None:
-    recording = RecordingLLM(default_llm, keep_prompts=True)
+def test_compact_prompt_writes_the_task_like_the_examples(small_llm) -> None:
+    recording = RecordingLLM(small_llm, keep_prompts=True)
     result = agent(recording, "mentions+compact", DemoPlugin).run(
         "What is the total of the invoices of company C and company F?", planner="tree")
     prompt = recording.take()[0].prompt
@@ -152,9 +152,9 @@ def _depths(node: object) -> list[tuple[int, str, dict]]:
 
 
 def test_shallow_and_numbers_keep_arithmetic_short_and_use_the_stated_number(
-        default_llm) -> None:
+        small_llm) -> None:
     """Without them: divide(GetSalary(Dev), multiply(divide(multiply(12, 100), ...)))."""
-    runner, task = _suite_agent(default_llm, "mentions+shallow+numbers",
+    runner, task = _suite_agent(small_llm, "mentions+shallow+numbers",
                                 "arithmetic-salary-dev-monthly")
     result = runner.run(task.goal, planner="tree")
     assert result.plan is not None, result.to_dict()
@@ -175,9 +175,9 @@ def _literals(node: object) -> list[object]:
     return [node]
 
 
-def test_sequential_ordered_references_ascend_within_a_step(default_llm) -> None:
+def test_sequential_ordered_references_ascend_within_a_step(small_llm) -> None:
     """Without `ordered` (stop 16): GetGoals(Lynx), divide($1, $1) = 1 goal per win."""
-    runner, task = _suite_agent(default_llm, "mentions+ordered+backrefs",
+    runner, task = _suite_agent(small_llm, "mentions+ordered+backrefs",
                                 "arithmetic-goals-per-win-lynx")
     result = runner.run(task.goal, planner="sequential")
     assert result.plan is not None, result.to_dict()
@@ -188,13 +188,13 @@ def test_sequential_ordered_references_ascend_within_a_step(default_llm) -> None
         assert refs == sorted(set(refs)), steps
 
 
-def test_sequential_typed_references_stand_where_their_results_fit(default_llm) -> None:
+def test_sequential_typed_references_stand_where_their_results_fit(small_llm) -> None:
     """Without `typed` (stop 17): GetDepartment($1) of a fuel consumption, then junk steps.
     Over the plugins the goal is about (as the suite's filter offers them), so every
     step's class is tracked (grammar/typed_steps.py)."""
     from localagent.grammar.types import fits
 
-    runner, task = _suite_agent(default_llm, "mentions+backrefs+typed",
+    runner, task = _suite_agent(small_llm, "mentions+backrefs+typed",
                                 "list-department-of-dingo-driver",
                                 ("plugins/fleet.py", "plugins/staff.py", "MathPlugin"))
     result = runner.run(task.goal, planner="sequential")

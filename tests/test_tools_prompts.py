@@ -155,9 +155,9 @@ def test_copied_samples_clash_with_loaded_ones(tmp_path: Path) -> None:
         registry.load(tmp_path / "WriterPlugin")
 
 
-def test_sample_prompt_function_on_the_real_default_model(default_llm) -> None:
+def test_sample_prompt_function_on_the_real_default_model(small_llm) -> None:
     """Translate with the real default model: non-empty, and not the input echoed back."""
-    registry = ToolRegistry(llm=default_llm)
+    registry = ToolRegistry(llm=small_llm)
     registry.load(PROMPT_PLUGINS_DIR)
     text = "Good morning, my friend."
     result = registry.invoke("WriterPlugin.Translate", {"input": text, "language": "Spanish"})

@@ -270,7 +270,7 @@ def test_exported_from_the_packages() -> None:
 # --- the real default model -----------------------------------------------------------------
 
 
-def test_agent_plans_and_calls_a_schema_tool_on_the_real_model(default_llm) -> None:
+def test_agent_plans_and_calls_a_schema_tool_on_the_real_model(small_llm) -> None:
     """Schema tools go through the same planner, grammar and executor as Python tools."""
     from localagent.agent import Agent
     from localagent.planners.base import PlannerSettings
@@ -283,7 +283,7 @@ def test_agent_plans_and_calls_a_schema_tool_on_the_real_model(default_llm) -> N
         return prices[item]
 
     stub = RecordingStub()
-    registry = ToolRegistry(default_llm)
+    registry = ToolRegistry(small_llm)
     registry.add_tool(schema_tool({"type": "function", "function": {
         "name": "shop.get_price", "description": "Get the unit price of an item, in dollars.",
         "parameters": {"type": "object", "required": ["item"], "properties": {
@@ -293,7 +293,7 @@ def test_agent_plans_and_calls_a_schema_tool_on_the_real_model(default_llm) -> N
         "name": "math.add", "description": "Add two numbers.", "returns": {"type": "number"},
         "parameters": {"type": "object", "required": ["a", "b"], "properties": {
             "a": {"type": "number"}, "b": {"type": "number"}}}}, stub))
-    agent = Agent(default_llm, registry=registry,
+    agent = Agent(small_llm, registry=registry,
                   settings=PlannerSettings(temperature=0.0, seed=0))
     result = agent.run("What is the price of a pear?", planner="tree")
     assert asked == ["pear"], result.to_dict()

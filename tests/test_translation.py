@@ -88,7 +88,7 @@ def _functions(plan: object) -> set[str]:
     return set()
 
 
-def test_the_default_model_translates_goals_the_embedder_cannot_read(default_llm,
+def test_the_default_model_translates_goals_the_embedder_cannot_read(small_llm,
                                                                      index: ToolIndex) -> None:
     """Real model, real MiniLM: suite goals in German, Chinese and Spanish whose reference
     plan needs a function the English embedding model ranks out of the offer; with the
@@ -99,7 +99,7 @@ def test_the_default_model_translates_goals_the_embedder_cannot_read(default_llm
 
     suite = load_suite(Path(__file__).parent.parent / "benchmarks/suites/multilingual.yaml")
     tasks = {t.id: t for t in suite.tasks}
-    translate = QueryTranslator(default_llm)
+    translate = QueryTranslator(small_llm)
     for task_id in ("lookup-author-glass-harbour@de", "lookup-author-glass-harbour@zh",
                     "chain-manager-of-condor-driver@es"):
         task = tasks[task_id]
