@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULT_MODEL, SMOL_MODEL, run_cli
+from conftest import DEFAULT_ENV, DEFAULT_MODEL, SMOL_MODEL, run_cli
 
 from localagent.config import apply_config_file, config_path, load_settings
 from localagent.errors import UsageError
@@ -101,7 +101,7 @@ def test_apply_config_file_never_overrides_env(home: Path) -> None:
 
 def test_cli_config_show_and_path(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(f'model = "{SMOL_MODEL}"\n')
-    env = {"LOCALAGENT_HOME": str(tmp_path), "LOCALAGENT_PLANNER": "react"}
+    env = {"LOCALAGENT_HOME": str(tmp_path), "LOCALAGENT_PLANNER": "react", **DEFAULT_ENV}
     shown = run_cli("config", "show", "--json", env=env)
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
@@ -113,7 +113,7 @@ def test_cli_config_show_and_path(tmp_path: Path) -> None:
     path = run_cli("config", "path", env=env)
     assert path.returncode == 0 and path.stdout.strip() == str(tmp_path / "config.toml")
     # the file reaches every command: the catalog default shown by `models list` follows it
-    listed = run_cli("models", "list", env={"LOCALAGENT_HOME": str(tmp_path)})
+    listed = run_cli("models", "list", env={"LOCALAGENT_HOME": str(tmp_path), **DEFAULT_ENV})
     starred = [line for line in listed.stdout.splitlines() if "*" in line and "│" in line]
     assert listed.returncode == 0 and SMOL_MODEL[:10] in starred[0]
 

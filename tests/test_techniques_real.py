@@ -67,7 +67,16 @@ def test_vote_samples_several_plans_and_votes(small_llm) -> None:
     assert samples == {0, 1, 2}, result.to_dict()
     assert "votes" in result.stop_reason
     assert result.usage.calls >= 3  # one generation per sample at least
-    assert result.answer == 6700, result.to_dict()
+    # The vote itself: the answer is the value most executed plans gave, the earliest
+    # sample breaking a tie. Whether the 0.5B's majority is 6700 depends on sampling and
+    # on the machine's float order (6700 here, 13400 once on a 2-core CI machine), so the
+    # model's accuracy is measured by the benchmarks, not asserted here.
+    last = {a["sample"]: a for a in result.attempts}  # a sample's re-planning ends last
+    values = [json.dumps(last[s]["value"], sort_keys=True) for s in sorted(last)
+              if last[s]["error"] is None]
+    counts = {v: values.count(v) for v in values}
+    winner = next(v for v in values if counts[v] == max(counts.values()))
+    assert json.dumps(result.answer, sort_keys=True) == winner, result.to_dict()
 
 
 def test_similar_examples_reach_the_prompt(small_llm) -> None:
