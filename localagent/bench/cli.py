@@ -73,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
         default="default",
         help="planning technique variants, ';'-separated, each 'plain', 'default', "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, native, "
-        "defaults, values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, "
+        "defaults, fresh, values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, "
         "expression, replan=N, vote=K), or "
         "changes to each planner's default: +name, +name=N, -name, comma-separated (a value starting "
         "with - needs the = form: --techniques=-mentions); "

@@ -103,7 +103,7 @@ TECHNIQUES_OPT = typer.Option(
     None, "--techniques", help="Planning techniques: default (the planner's own), plain, "
     "the switches to turn on joined by + (grounded+decline), or changes to the planner's "
     "default, each +name, +name=N or -name, comma-separated (+replan=2,-mentions). "
-    "Switches: reasoning, steps, similar, mentions, grounded, decline, native, defaults, "
+    "Switches: reasoning, steps, similar, mentions, grounded, decline, native, defaults, fresh, "
     "values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, expression, "
     "replan=N, vote=K; see docs/techniques.md.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",

@@ -35,7 +35,7 @@ def _enum_values(tool: ToolSpec) -> list[str]:
             for v in string_enum(schema)]
 
 
-def _position(value: str, goal: str) -> int | None:
+def named_at(value: str, goal: str) -> int | None:
     """Where `goal` names `value` (None: it does not)."""
     flags = 0 if len(value) <= SHORT else re.IGNORECASE
     found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", goal, flags)
@@ -46,7 +46,7 @@ def stated_enum_values(goal: str, tools: Sequence[ToolSpec]) -> list[str]:
     """The enum values of the tools' arguments that `goal` states verbatim, in goal order
     (a whole token; one or two characters: in the same case)."""
     values = dict.fromkeys(v for t in tools for v in _enum_values(t))
-    found = {v: _position(v, goal) for v in values}
+    found = {v: named_at(v, goal) for v in values}
     return sorted((v for v, at in found.items() if at is not None), key=lambda v: found[v])
 
 
@@ -56,7 +56,7 @@ def listed_groups(goal: str, values: Sequence[str]) -> list[int]:
     groups: list[int] = []
     end = None
     for v in values:
-        at = _position(v, goal)
+        at = named_at(v, goal)
         if at is None:
             raise ValueError(f"{v!r} is not named in the goal")
         if end is None:

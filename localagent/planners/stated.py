@@ -45,13 +45,14 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"(?<!\d)-?\d+(?:[.,]\d+)*")  # "2021-01-01": 2021, 1, 1
 
 
-def _leaves(value: Any) -> Iterator[Any]:
+def leaves(value: Any) -> Iterator[Any]:
+    """The scalar values inside `value` (itself, when it is one)."""
     if isinstance(value, dict):
         for item in value.values():
-            yield from _leaves(item)
+            yield from leaves(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _leaves(item)
+            yield from leaves(item)
     else:
         yield value
 
@@ -108,7 +109,7 @@ def _choices(schema: Any) -> list[Any]:
 def _leaves_stated(value: Any, schema: Any, text: str, numbers: Sequence[float]) -> list[bool]:
     """For each scalar leaf of an argument's `value`, whether `text` states it."""
     choices = _choices(schema)
-    return [value_stated(leaf, text, numbers, choices) for leaf in _leaves(value)]
+    return [value_stated(leaf, text, numbers, choices) for leaf in leaves(value)]
 
 
 def stated_share(calls: Sequence[ToolCall], goal: str,

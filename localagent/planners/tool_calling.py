@@ -15,6 +15,9 @@ model is first asked whether it would call one at all (`declines`). If it would 
 instead, the run ends declined ("no offered tool fits"), with no answer. With `native`
 (default), the first turn is also written freely by the model alone (`native.py`), and its
 argument values run where it calls the same functions as the constrained turn (`agreed`).
+With `fresh`, a later turn runs only the calls that pass something new (a value a result
+shows, or one the goal states that no call passed yet, `fresh.py`); a turn with none is
+written again as the last one, which answers.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.coverage import Coverage
 from localagent.planners.decline import DECLINE_BELOW, calls_invented, first_turn, probe
+from localagent.planners.fresh import fresh_calls
 from localagent.planners.grounding import answer_choice, observed_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
@@ -157,6 +161,20 @@ class ToolCallingPlanner:
             return self.tools
         return anchor_to_goal(self.tools, _goal_and_results(goal, observed))
 
+    def _fresh_or_answer(self, turn: ToolCallTurn, goal: str, observed: list[Any],
+                         out: ToolCallingOutcome, messages: Sequence[Message],
+                         grounded: bool) -> ToolCallTurn:
+        """With `fresh`: the later turn's calls that bring something new
+        (`fresh.fresh_calls`); where none does, the turn written again as the last one
+        (an answer; grounded: restating an observed value)."""
+        earlier = [ToolCall(function=c["function"], args=c["args"])
+                   for t in out.turns for c in t.calls]
+        kept = fresh_calls(turn.calls, _goal_and_results(goal, observed), earlier)
+        if kept:
+            return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
+        answers = list(observed_answers(observed, labels=True)) if grounded else None
+        return self.next_turn(messages, last=True, log=out.log, answers=answers)
+
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
         messages: list[Message] = first_turn(goal)
@@ -199,6 +217,8 @@ class ToolCallingPlanner:
                 turn = ToolCallTurn(calls=without_unstated_options(
                     turn.calls, _goal_and_results(goal, observed),
                     self.tools))
+            if t.fresh and out.turns and turn.calls and not last:
+                turn = self._fresh_or_answer(turn, goal, observed, out, messages, grounded)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
