@@ -80,6 +80,19 @@ def test_a_turn_with_nothing_new_is_written_again_as_the_answer() -> None:
     assert llm.requests[2].constraint == ANSWER_ONLY and out.answer == "6700"
 
 
+def test_a_retry_with_a_value_an_error_names_runs() -> None:
+    """The lookup fails and its error lists the known cities: retrying with one is new."""
+    registry = default_registry(examples=True)
+    specs = [registry.spec("WeatherPlugin.DidItRainToday")]
+    llm = ScriptedLLM([_tc("WeatherPlugin.DidItRainToday", city="Atlantis"),
+                       _tc("WeatherPlugin.DidItRainToday", city="Athens"), "It rained."])
+    out = ToolCallingPlanner(llm, specs, FRESH).run(
+        "Did it rain in Atlantis today?", Executor(registry))
+    first, second = (t.calls[0] for t in out.turns[:2])
+    assert first["error"] and "Athens" in first["error"], first
+    assert second["args"] == {"city": "Athens"} and second["error"] is None
+
+
 def test_a_turn_on_a_result_runs() -> None:
     registry = default_registry(examples=True)
     specs = [registry.spec("DemoPlugin.GetInvoice"), registry.spec("DemoPlugin.Total")]

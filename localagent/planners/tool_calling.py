@@ -165,11 +165,14 @@ class ToolCallingPlanner:
                          out: ToolCallingOutcome, messages: Sequence[Message],
                          grounded: bool) -> ToolCallTurn:
         """With `fresh`: the later turn's calls that bring something new
-        (`fresh.fresh_calls`); where none does, the turn written again as the last one
+        (`fresh.fresh_calls`; a value an error message names counts, for a retry); where
+        none does, the turn written again as the last one
         (an answer; grounded: restating an observed value)."""
-        earlier = [ToolCall(function=c["function"], args=c["args"])
-                   for t in out.turns for c in t.calls]
-        kept = fresh_calls(turn.calls, _goal_and_results(goal, observed), earlier)
+        records = [c for t in out.turns for c in t.calls]
+        earlier = [ToolCall(function=c["function"], args=c["args"]) for c in records]
+        errors = [c["error"] for c in records if c["error"]]  # a retry may take a value
+        kept = fresh_calls(turn.calls, _goal_and_results(goal, [*observed, *errors]),
+                           earlier)  # an error names ("expected one of ...")
         if kept:
             return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
         answers = list(observed_answers(observed, labels=True)) if grounded else None
