@@ -297,7 +297,7 @@ def test_tool_calling_early_exit_without_calls(registry):
 
 
 def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
-    """The default (`grounded+decline+native+fresh+values`): before the first turn, which must call a
+    """The default (`grounded+decline+native+values`): before the first turn, which must call a
     tool, a few unconstrained tokens show whether the model would open a call at all
     (`declines`). A reply that opens one goes on to the constrained turn, then the free one
     (`native`); later turns are neither probed nor written twice."""
