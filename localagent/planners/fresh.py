@@ -53,13 +53,13 @@ def used_values(calls: Iterable[ToolCall]) -> set[str]:
 
 
 def brings_something(call: ToolCall, text: str, used: set[str],
-                     numbers: Sequence[float] | None = None) -> bool:
+                     numbers: Sequence[float]) -> bool:
     """Whether `call` passes a value that `text` (the goal and the results so far) states
-    and no earlier call passed (`used`); True for a call with no informative value."""
+    and no earlier call passed (`used`); True for a call with no informative value.
+    `numbers`: `stated.written_numbers(text)`, read once per turn."""
     values = [leaf for leaf in leaves(call.args) if _informative(leaf)]
     if not values:
         return True
-    numbers = written_numbers(text) if numbers is None else numbers
     return any(_norm(v) not in used and _stated(v, text, numbers) for v in values)
 
 

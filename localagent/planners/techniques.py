@@ -135,8 +135,8 @@ class Techniques:
         return Techniques(reasoning=False, steps=False, similar=False, mentions=False,
                           grounded=False, decline=False, native=False, defaults=False,
                           fresh=False, values=False, shallow=False, numbers=False,
-                          ordered=False, distinct=False, typed=False, compact=False, expression=False,
-                          backrefs=False, pipe=False, replan=0, vote=1)
+                          ordered=False, distinct=False, typed=False, compact=False,
+                          expression=False, backrefs=False, pipe=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

@@ -162,8 +162,8 @@ class ToolCallingPlanner:
         return anchor_to_goal(self.tools, _goal_and_results(goal, observed))
 
     def _fresh_or_answer(self, turn: ToolCallTurn, goal: str, observed: list[Any],
-                         out: ToolCallingOutcome, messages: Sequence[Message],
-                         grounded: bool) -> ToolCallTurn:
+                         out: ToolCallingOutcome, messages: Sequence[Message]
+                         ) -> ToolCallTurn:
         """With `fresh`: the later turn's calls that bring something new
         (`fresh.fresh_calls`; a value an error message names counts, for a retry); where
         none does, the turn written again as the last one
@@ -175,7 +175,8 @@ class ToolCallingPlanner:
                            earlier)  # an error names ("expected one of ...")
         if kept:
             return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
-        answers = list(observed_answers(observed, labels=True)) if grounded else None
+        answers = (list(observed_answers(observed, labels=True))
+                   if self.techniques.grounded else None)
         return self.next_turn(messages, last=True, log=out.log, answers=answers)
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
@@ -221,7 +222,7 @@ class ToolCallingPlanner:
                     turn.calls, _goal_and_results(goal, observed),
                     self.tools))
             if t.fresh and out.turns and turn.calls and not last:
-                turn = self._fresh_or_answer(turn, goal, observed, out, messages, grounded)
+                turn = self._fresh_or_answer(turn, goal, observed, out, messages)
             if turn.answer is not None:
                 messages.append({"role": "assistant", "content": turn.answer})
                 # a grounded answer written after its path (`total: 42.5`) is the value
