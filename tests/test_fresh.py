@@ -55,6 +55,30 @@ def test_a_short_value_counts_only_as_a_whole_token_in_its_case() -> None:
     assert fresh_calls([music], "Play the scale of C.", []) == (music,)
 
 
+@pytest.mark.parametrize("goal", [
+    "How many points and how many goals do the Lynx have?",
+    "¿Cuántos puntos y cuántos goles tienen los Lynx?",
+    "Lynxの勝ち点とゴール数は？",
+])
+def test_one_value_under_the_same_parameter_of_another_function_runs(goal: str) -> None:
+    """Two facts of one entity: the same `team` to another function is a new lookup;
+    the same call again is not."""
+    points = ToolCall("League.GetPoints", {"team": "Lynx"})
+    goals = ToolCall("League.GetGoals", {"team": "Lynx"})
+    assert fresh_calls([goals], goal, [points]) == (goals,)
+    assert fresh_calls([points], goal, [points]) == ()
+    # the same value under another parameter name is still a reuse
+    assert fresh_calls([ToolCall("League.Rank", {"rival": "Lynx"})], goal, [points]) == ()
+
+
+def test_a_value_a_result_shows_runs_even_where_an_earlier_call_passed_it() -> None:
+    goal = "Entre los Herons y los Lynx, ¿cuántos goles ha marcado el equipo con más puntos?"
+    top = ToolCall("League.TopTeam", {"team_a": "Herons", "team_b": "Lynx"})
+    goals = ToolCall("League.GetGoals", {"team": "Herons"})
+    assert fresh_calls([goals], goal + "\nHerons", [top], shown="Herons") == (goals,)
+    assert fresh_calls([goals], goal + "\nLynx", [top], shown="Lynx") == ()
+
+
 def test_only_the_calls_that_bring_something_run() -> None:
     goal = "Sides 5, 4 and 3; also a circle of radius 7."
     new, old = ToolCall("circle", {"radius": 7}), ToolCall("circle", {"radius": 5})

@@ -6,6 +6,13 @@ result shows, or one the goal states that no earlier call passed. A call whose e
 was already passed, or is stated nowhere, adds nothing the user gave: the loop answers
 instead (the turn is written again as the last one, which must answer).
 
+Two reuses do count: a value passed again under the same parameter name by another
+function (`team="Lynx"` to `GetPoints`, then to `GetGoals`) looks the same thing up in
+another way, which is how a goal asks two facts of one entity; and a value a result shows
+builds on that result even where an earlier call passed it too (`TopTeam(team_a="Herons",
+...)` returns "Herons", then `GetGoals(team="Herons")`). A call that repeats an earlier
+one (same function, same arguments) never brings anything.
+
 Why: after a result it cannot use (a lookup whose value says nothing to it), the default
 1.5B model reaches for another offered function with the values it already used or with
 values it makes up (BFCL `multiple`: `triangle_properties.get(5, 4, 3)`, then
@@ -21,7 +28,9 @@ call without any other value cannot be judged and is kept. Reads no words of any
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from localagent.grammar.parse import ToolCall
@@ -47,24 +56,58 @@ def _norm(value: Any) -> str:
     return " ".join(str(value).split()).lower()
 
 
-def used_values(calls: Iterable[ToolCall]) -> set[str]:
-    """The informative scalar values `calls` passed, normalised for comparison."""
-    return {_norm(leaf) for c in calls for leaf in leaves(c.args) if _informative(leaf)}
+def _keyed(args: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(parameter name, normalised value) for every informative scalar in `args`."""
+    for key, value in args.items():
+        for leaf in leaves(value):
+            if _informative(leaf):
+                yield key, _norm(leaf)
 
 
-def brings_something(call: ToolCall, text: str, used: set[str],
-                     numbers: Sequence[float]) -> bool:
+def _signature(call: ToolCall) -> str:
+    return call.function + json.dumps(call.args, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Used:
+    """What earlier calls passed: values, (parameter, value) pairs, and whole calls."""
+
+    values: frozenset[str]
+    keyed: frozenset[tuple[str, str]]
+    calls: frozenset[str]
+
+    @classmethod
+    def of(cls, calls: Iterable[ToolCall]) -> Used:
+        calls = list(calls)
+        keyed = frozenset(pair for c in calls for pair in _keyed(c.args))
+        return cls(values=frozenset(v for _, v in keyed), keyed=keyed,
+                   calls=frozenset(_signature(c) for c in calls))
+
+
+def brings_something(call: ToolCall, text: str, used: Used, numbers: Sequence[float],
+                     shown: str = "", shown_numbers: Sequence[float] = ()) -> bool:
     """Whether `call` passes a value that `text` (the goal and the results so far) states
-    and no earlier call passed (`used`); True for a call with no informative value.
-    `numbers`: `stated.written_numbers(text)`, read once per turn."""
-    values = [leaf for leaf in leaves(call.args) if _informative(leaf)]
+    and that no earlier call passed, or passed only under the same parameter name (`used`),
+    or a value the results (`shown`) show; True for a call with no informative value, False
+    for a repeated call. `numbers`, `shown_numbers`: `stated.written_numbers` of each text,
+    read once per turn."""
+    if _signature(call) in used.calls:
+        return False
+    values = {(key, _norm(leaf)): leaf for key, value in call.args.items()
+              for leaf in leaves(value) if _informative(leaf)}
     if not values:
         return True
-    return any(_norm(v) not in used and _stated(v, text, numbers) for v in values)
+    return any(((norm not in used.values or (key, norm) in used.keyed)
+                and _stated(value, text, numbers))
+               or (shown and _stated(value, shown, shown_numbers))
+               for (key, norm), value in values.items())
 
 
-def fresh_calls(calls: Sequence[ToolCall], text: str,
-                earlier: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
-    """The calls of a later turn that bring something (`brings_something`), in order."""
-    used, numbers = used_values(earlier), written_numbers(text)
-    return tuple(c for c in calls if brings_something(c, text, used, numbers))
+def fresh_calls(calls: Sequence[ToolCall], text: str, earlier: Iterable[ToolCall],
+                shown: str = "") -> tuple[ToolCall, ...]:
+    """The calls of a later turn that bring something (`brings_something`), in order.
+    `text`: the goal and everything seen so far; `shown`: the results alone."""
+    used, numbers = Used.of(earlier), written_numbers(text)
+    shown_numbers = written_numbers(shown)
+    return tuple(c for c in calls
+                 if brings_something(c, text, used, numbers, shown, shown_numbers))

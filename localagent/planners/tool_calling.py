@@ -172,7 +172,8 @@ class ToolCallingPlanner:
         earlier = [ToolCall(function=c["function"], args=c["args"]) for c in records]
         errors = [c["error"] for c in records if c["error"]]  # a retry may take a value
         kept = fresh_calls(turn.calls, _goal_and_results(goal, [*observed, *errors]),
-                           earlier)  # an error names ("expected one of ...")
+                           earlier,  # an error names ("expected one of ...")
+                           shown=_goal_and_results("", observed))
         if kept:
             return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
         answers = (list(observed_answers(observed, labels=True))
