@@ -44,13 +44,21 @@ DEFAULT_BOUNDS = Bounds()
 
 @dataclass(frozen=True)
 class CallFormat:
-    """How one tool call is written in a tool-call turn. Default: Qwen2.5 / Hermes."""
+    """How one tool call is written in a tool-call turn. Default: Qwen2.5 / Hermes.
+
+    `open`/`close` wrap each call (the chat template's own form). `blocks`: the other ways
+    the model opens its calls, each (open, separator, close) around a group of bare call
+    objects. Why: Qwen2.5-Coder writes its calls in a ```json fence or as bare objects far
+    more often than in the tags its template documents; a grammar that admits only the
+    tags masks out the model's own first token, and greedy decoding then falls to a text
+    answer (DESIGN.md section 2)."""
 
     open: str = "<tool_call>\n"
     close: str = "\n</tool_call>"
     separator: str = "\n"
     name_key: str = "name"
     args_key: str = "arguments"
+    blocks: tuple[tuple[str, str, str], ...] = (("```json\n", "\n", "\n```"), ("", "\n", ""))
 
 
 HERMES = CallFormat()

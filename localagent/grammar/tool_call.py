@@ -23,9 +23,10 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
                    max_calls: int = 4, allow_answer: bool = True,
                    allowed_answers: Sequence[str] | None = None,
                    bounds: Bounds = DEFAULT_BOUNDS) -> Constraint:
-    """One or more calls in `call_format` (parallel calls), or a plain-text answer
-    (`allowed_answers`: only one of these texts, for grounded answers; `allow_answer=False`:
-    calls only).
+    """One or more calls in `call_format` (parallel calls), each in the template's tags
+    or all in one of the format's `blocks` (a ```json fence, bare objects one a line), or a
+    plain-text answer (`allowed_answers`: only one of these texts, for grounded answers;
+    `allow_answer=False`: calls only).
 
     The free answer holds no character a call is written with (the wrapper's first
     character, braces, angle brackets, backticks), so the two alternatives never overlap:
@@ -38,7 +39,9 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
         rules = LarkRules(bounds)
         heads = args_rules(rules, tools, "body", lambda t, a: call_object(
             call_format.name_key, t.qualified_name, call_format.args_key, a))
-        calls = _repeated("call", lit(call_format.separator), max_calls)
+        calls = " | ".join([_repeated("call", lit(call_format.separator), max_calls)] + [
+            f"{lit(o) if o else ''} {_repeated('body', lit(s), max_calls)} "
+            f"{lit(c) if c else ''}".strip() for o, s, c in call_format.blocks])
         answer = _answer_regex(bounds.max_text, call_format.open[:1])
         if allowed_answers:
             answer = " | ".join(lit(a) for a in allowed_answers)
