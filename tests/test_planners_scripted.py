@@ -380,18 +380,24 @@ def test_bare_json_calls_are_read_as_calls(registry):
     assert out.answer == "It rained, you won."
 
 
-def test_a_fenced_json_call_is_no_answer(registry):
-    """Seen on the default model: "```json\n{"name": ..., "arguments": ...}\n```" as the
-    answer. The grammar refuses an answer starting with a backtick; without the grammar,
-    the parser reads the fenced call as a call."""
+def test_a_fenced_json_call_is_a_call_never_an_answer(registry):
+    """The default model writes its call as "```json\n{\n  "name": ...}\n```" (pretty
+    printed) or as a bare object: the grammar admits both as calls, of offered functions
+    only, and an answer never holds a backtick or a brace; the parser reads them as calls."""
     from localagent.llm.constrained import matches
     from localagent.planners.native import wrap_bare_calls
 
     specs = [s for s in registry.specs() if s.plugin == "DemoPlugin"]
     fenced = ('```json\n{\n  "name": "DemoPlugin.GetInvoice",\n'
-              '  "arguments": {"company": "D"}\n}\n```')
-    assert not matches(tool_call_turn(specs), fenced)
-    assert matches(tool_call_turn(specs), "The invoice of D is 6700.")
+              '  "arguments": {\n    "company": "D"\n  }\n}\n```')
+    turn = tool_call_turn(specs)
+    assert matches(turn, fenced)
+    assert matches(turn, '{"name": "DemoPlugin.GetInvoice", "arguments": {"company": "D"}}')
+    assert not matches(turn, fenced.replace("GetInvoice", "GetInvoices"))
+    assert not matches(turn, fenced.replace('"D"', "4"))  # a string argument
+    assert not matches(turn, "The invoice is ```6700```.")
+    assert not matches(tool_call_turn(specs, allow_answer=False), "The invoice of D is 6700.")
+    assert matches(turn, "The invoice of D is 6700.")
     assert wrap_bare_calls(fenced).startswith("<tool_call>\n{\"name\": \"DemoPlugin.GetInvoice\"")
     one = '{"name": "DemoPlugin.GetInvoice", "arguments": {"company": "D"}}'
     both = f"```json\n{one}\n{one.replace('D', 'E')}\n```"  # several calls in one fence

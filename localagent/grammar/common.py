@@ -154,8 +154,13 @@ def no_plan_call() -> str:
                + jtext("args") + ": {}}")
 
 
-def call_object(name_key: str, name: str, args_key: str, args_rule: str) -> str:
-    """`{"<name_key>": "<name>", "<args_key>": <args>}` with the name fixed per tool."""
+def call_object(name_key: str, name: str, args_key: str, args_rule: str,
+                rules: LarkRules | None = None) -> str:
+    """`{"<name_key>": "<name>", "<args_key>": <args>}` with the name fixed per tool; with
+    `rules.pretty`, in the whitespace those rules admit."""
+    if rules is not None and rules.pretty:
+        return " ".join([rules.open_obj, rules.key(name_key), lit(jtext(name)), rules.comma,
+                         rules.key(args_key), args_rule, rules.close_obj])
     head = "{" + jtext(name_key) + ": " + jtext(name) + ", " + jtext(args_key) + ": "
     return f"{lit(head)} {args_rule} {lit('}')}"
 

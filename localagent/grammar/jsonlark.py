@@ -3,7 +3,7 @@
 Why our own emitter instead of `%json {...}`: llguidance's JSON numbers have unbounded
 digits and free-form values have unbounded depth, which is how a small model loops until
 `max_tokens` (DESIGN.md Trap 2). Here every repetition has a bound (`Bounds`), whitespace
-is fixed (`", "` and `": "`), and the tree-plan builder can put a nested call wherever a
+is fixed (`", "` and `": "`; or bounded, `pretty`), and the tree-plan builder can put a nested call wherever a
 value of the right type may stand (the `hook`).
 
 Rules are memoised by (schema, depth, hook), so a tool set compiles to one rule per
@@ -47,6 +47,7 @@ class Bounds:
 WIDE = ("\u00a0-\u024f\u0370-\u03ff\u0400-\u04ff\u0590-\u05ff\u0600-\u06ff"
         "\u0900-\u097f\u0e00-\u0e7f\u3000-\u30ff\u4e00-\u9fff\uac00-\ud7af"
         "\uff00-\uffef")
+PRETTY_SPACE = 24  # whitespace characters after a bracket, comma or colon (pretty JSON)
 TEXT_CHAR = f"[\\x20-\\x7e{WIDE}]"  # printable, one line
 FIRST_CHAR = f"[\\x21-\\x7e{WIDE}]"  # printable, not a space
 JSON_CHAR = f"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, no backslash
@@ -65,8 +66,17 @@ def jtext(value: Any) -> str:
 class LarkRules:
     """Accumulates named Lark rules; `value()` returns a Lark expression for a schema."""
 
-    def __init__(self, bounds: Bounds) -> None:
+    def __init__(self, bounds: Bounds, *, pretty: bool = False) -> None:
+        """`pretty`: JSON may also be written with line breaks and indentation after
+        brackets, commas and colons (at most `PRETTY_SPACE` whitespace characters each), as
+        a chat model writes a call in a ```json fence; else the fixed `", "`, `": "`."""
         self.bounds = bounds
+        self.pretty = pretty
+        ws = " ws?" if pretty else ""
+        self.comma = f'","{ws}' if pretty else '", "'
+        self.colon = f'":"{ws}' if pretty else '": "'
+        self.open_obj, self.close_obj = f'"{{"{ws}', f'{ws.strip()} "}}"'.strip()
+        self.open_arr, self.close_arr = f'"["{ws}', f'{ws.strip()} "]"'.strip()
         self._rules: dict[str, str] = {}
         self._by_key: dict[tuple[str, int, str], str | None] = {}
         self._counter = 0
@@ -86,7 +96,14 @@ class LarkRules:
         return name
 
     def render(self) -> str:
-        return "\n".join(f"{name}: {body}" for name, body in self._rules.items())
+        rules = [f"{name}: {body}" for name, body in self._rules.items()]
+        if self.pretty:
+            rules.append(f"ws: /[ \\t\\n]{{1,{PRETTY_SPACE}}}/")
+        return "\n".join(rules)
+
+    def key(self, name: str) -> str:
+        """An object key and its colon."""
+        return f"{lit(jtext(name))} {self.colon}" if self.pretty else lit(jtext(name) + ": ")
 
     # --- terminals --------------------------------------------------------------------
 
@@ -199,7 +216,7 @@ class LarkRules:
         hi = min(int(schema.get("maxItems", self.bounds.max_items)), self.bounds.max_items)
         if item is None or hi < lo:
             return '"[]"' if lo == 0 else None
-        return self.add("arr", _repeat('"["', item, '", "', '"]"', lo, hi))
+        return self.add("arr", _repeat(self.open_arr, item, self.comma, self.close_arr, lo, hi))
 
     def _object(self, schema: Schema, depth: int, hook: Hook | None, tag: str,
                 root: Schema) -> str | None:
@@ -216,9 +233,9 @@ class LarkRules:
             if v is None and k in required:
                 return None
             if v is not None:
-                pairs[k] = f"{lit(jtext(k) + ': ')} {v}"
+                pairs[k] = f"{self.key(k)} {v}"
         return self.add("obj", _object_body(required, [k for k in optional if k in pairs],
-                                            pairs))
+                                            pairs, self))
 
     def _free_object(self, schema: Schema, depth: int, hook: Hook | None,
                      tag: str, root: Schema) -> str | None:
@@ -229,8 +246,9 @@ class LarkRules:
                        root=root)
         if v is None or extra is False:
             return '"{}"'
-        pair = self.add("kv", f'{self.string(40, 1)} ": " {v}')
-        return self.add("fobj", _repeat('"{"', pair, '", "', '"}"', 0, self.bounds.max_props))
+        pair = self.add("kv", f'{self.string(40, 1)} {self.colon} {v}')
+        return self.add("fobj", _repeat(self.open_obj, pair, self.comma, self.close_obj, 0,
+                                        self.bounds.max_props))
 
     def _any(self, depth: int) -> list[str]:
         """Any JSON value, nested at most to the depth bound."""
@@ -239,9 +257,11 @@ class LarkRules:
             return scalars
         inner = self.value({}, depth + 1, root={})
         assert inner is not None
-        arr = self.add("arr", _repeat('"["', inner, '", "', '"]"', 0, self.bounds.max_items))
-        pair = self.add("kv", f'{self.string(40, 1)} ": " {inner}')
-        obj = self.add("fobj", _repeat('"{"', pair, '", "', '"}"', 0, self.bounds.max_props))
+        arr = self.add("arr", _repeat(self.open_arr, inner, self.comma, self.close_arr, 0,
+                                      self.bounds.max_items))
+        pair = self.add("kv", f'{self.string(40, 1)} {self.colon} {inner}')
+        obj = self.add("fobj", _repeat(self.open_obj, pair, self.comma, self.close_obj, 0,
+                                       self.bounds.max_props))
         return scalars + [arr, obj]
 
     @staticmethod
@@ -278,17 +298,19 @@ def _repeat(open_: str, item: str, sep: str, close: str, lo: int, hi: int) -> st
     return f"{open_} {seq} {close}" if lo >= 1 else f"{open_} ({seq})? {close}"
 
 
-def _object_body(required: list[str], optional: list[str], pairs: dict[str, str]) -> str:
+def _object_body(required: list[str], optional: list[str], pairs: dict[str, str],
+                 rules: LarkRules) -> str:
     """Properties in schema order, required first; each optional one may be left out."""
+    comma = rules.comma
     if required:
         first = pairs[required[0]]
-        rest = [f'", " {pairs[k]}' for k in required[1:]]
-        rest += [f'(", " {pairs[k]})?' for k in optional]
-        return " ".join(['"{"', first, *rest, '"}"'])
+        rest = [f'{comma} {pairs[k]}' for k in required[1:]]
+        rest += [f'({comma} {pairs[k]})?' for k in optional]
+        return " ".join([rules.open_obj, first, *rest, rules.close_obj])
     if not optional:
         return '"{}"'
     alts = []
     for i, k in enumerate(optional):
-        later = [f'(", " {pairs[j]})?' for j in optional[i + 1:]]
+        later = [f'({comma} {pairs[j]})?' for j in optional[i + 1:]]
         alts.append(" ".join([pairs[k], *later]))
-    return '"{" (' + " | ".join(alts) + ')? "}"'
+    return f'{rules.open_obj} (' + " | ".join(alts) + f')? {rules.close_obj}'

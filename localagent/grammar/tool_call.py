@@ -36,9 +36,9 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
                "answers": list(allowed_answers or []), "bounds": bounds}
 
     def build() -> str:
-        rules = LarkRules(bounds)
+        rules = LarkRules(bounds, pretty=True)  # as the model writes JSON in a fence
         heads = args_rules(rules, tools, "body", lambda t, a: call_object(
-            call_format.name_key, t.qualified_name, call_format.args_key, a))
+            call_format.name_key, t.qualified_name, call_format.args_key, a, rules))
         calls = " | ".join([_repeated("call", lit(call_format.separator), max_calls)] + [
             f"{lit(o) if o else ''} {_repeated('body', lit(s), max_calls)} "
             f"{lit(c) if c else ''}".strip() for o, s, c in call_format.blocks])

@@ -57,9 +57,12 @@ STATED_BELOW = 0.5
 SURE = 0.9
 
 
-def first_turn(goal: str) -> list[Message]:
-    """The tool-calling planner's first turn: the system text and the goal."""
-    return [{"role": "system", "content": TOOLS_SYSTEM}, {"role": "user", "content": goal}]
+def first_turn(goal: str, instruct: bool = True) -> list[Message]:
+    """The tool-calling planner's first turn: the goal, after the planner's system text
+    with `instruct` (else the chat template writes its own default system text, as for a
+    user of the bare model)."""
+    user: Message = {"role": "user", "content": goal}
+    return [{"role": "system", "content": TOOLS_SYSTEM}, user] if instruct else [user]
 
 
 def can_probe(llm: LLM, settings: PlannerSettings) -> bool:

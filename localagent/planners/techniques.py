@@ -73,6 +73,8 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | backrefs      | sequential         | the grammar admits only backward step references ($1..)   |
 | pipe          | sequential         | after the first step, `input` is never a literal: it comes |
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
+| instruct      | tools              | the planner's system text (when to call, conditions,      |
+|               |                    | when to answer) instead of the chat template's default    |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority; with a  |
 |               |                    | side-effect function offered, only the plan most samples  |
@@ -120,6 +122,7 @@ class Techniques:
     expression: bool = False
     backrefs: bool = True
     pipe: bool = False
+    instruct: bool = False
     replan: int = 0
     vote: int = 1
 
@@ -136,7 +139,8 @@ class Techniques:
                           grounded=False, decline=False, native=False, defaults=False,
                           fresh=False, values=False, shallow=False, numbers=False,
                           ordered=False, distinct=False, typed=False, compact=False,
-                          expression=False, backrefs=False, pipe=False, replan=0, vote=1)
+                          expression=False, backrefs=False, pipe=False, instruct=False,
+                          replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:
@@ -207,7 +211,7 @@ class Techniques:
 # reference plans).
 PLANNER_DEFAULTS: dict[str, Techniques] = {
     "tools": Techniques(mentions=False, backrefs=False, grounded=True, decline=True,
-                        native=True, values=True),
+                        native=True, values=True, instruct=True),
     "react": Techniques(mentions=False, backrefs=False, grounded=True),
     "tree": Techniques(mentions=True, backrefs=False, values=True),
     "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),

@@ -182,7 +182,7 @@ class ToolCallingPlanner:
 
     def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
             on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
-        messages: list[Message] = first_turn(goal)
+        messages: list[Message] = first_turn(goal, self.techniques.instruct)
         out = ToolCallingOutcome(answer=None, messages=messages)
         next_id = 0
         grounded = self.techniques.grounded
