@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DEFAULT_ENV, DEFAULT_MODEL, SMALL_MODEL, run_cli
+from conftest import SMALL_MODEL, run_cli
 from typer.testing import CliRunner
 
 import localagent.llm
@@ -254,19 +254,6 @@ def test_run_offers_no_example_plugin_unless_asked(scripted, monkeypatch, tmp_pa
 
 
 OTHER_PLUGINS = ["WeatherPlugin", "CurrencyPlugin", "TextPlugin", "TimePlugin"]
-
-
-def test_real_model_readme_run_command(default_model_path):
-    """The README's run command as a user runs it, on the default model (the 1.5B: this test
-    is about what a user gets): one conversion, 108.0."""
-    proc = run_cli("run", "What is 100 EUR in USD?", "--planner", "tools", "--examples",
-                   "--json", env=DEFAULT_ENV, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["model"] == DEFAULT_MODEL, data["model"]
-    assert float(data["answer"]) == 108.0, data
-    calls = [c for turn in data["steps"] for c in turn.get("calls") or []]
-    assert [c["function"] for c in calls] == ["CurrencyPlugin.ConvertCurrency"], calls
 
 
 def test_real_model_run_json(small_model_path):
