@@ -4,6 +4,7 @@ that counts its generations."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,35 @@ def test_a_bad_shard_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) 
     assert main(["--profile", "quick", "--shard", "3/2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --shard 3/2") and len(err.strip().splitlines()) == 1
+
+
+def test_a_profile_rerun_with_no_change_replays_every_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A small profile (the core suite's first task, the seed scenarios with one seed) run
+    twice: the second run generates nothing and says so; the first run's results move to
+    previous/."""
+    from localagent.bench import cli, profile
+
+    monkeypatch.setitem(profile.PROFILES, "quick", (
+        profile.Part("core", "core", 1, ("tree", "tools")),
+        profile.Part("scenarios", "scenarios", 1)))
+    models: list[ScriptedLLM] = []
+
+    def load(name: str) -> ScriptedLLM:
+        models.append(ScriptedLLM(responder=_respond, name=name))
+        return models[-1]
+
+    monkeypatch.setattr(cli, "_default_load", load)
+    args = ["--profile", "quick", "--out", str(tmp_path), "--models", "m", "--no-chart"]
+    assert main(args) == 0
+    first = sum(len(m.requests) for m in models)
+    made = re.search(r"model calls: (\d+) of (\d+) replayed, (\d+) generated",
+                     capsys.readouterr().out)
+    assert made and int(made[3]) == first > 0  # a call made twice in one run is replayed
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert sum(len(m.requests) for m in models) == first  # nothing generated again
+    assert f"model calls: {made[2]} of {made[2]} replayed, 0 generated" in out
+    assert (tmp_path / "previous" / "core" / "runs.jsonl").is_file()
+    assert "seed scenarios" in out and "core" in out

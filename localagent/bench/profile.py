@@ -116,8 +116,6 @@ def _external_jobs(part: Part, models: Sequence[str],
     else:
         runs = plan_external(["nestful"], planners, models, variants, bfcl_categories=[],
                              per_category=part.size)
-    # case-major: the raw baseline and each planner see the same tools one after another
-    runs.sort(key=lambda r: (r.model, r.case.id))
     return [Job(part.name, r.key, (lambda llm, r=r: run_external(r, llm)), r.model)
             for r in runs]
 

@@ -70,10 +70,11 @@ def plan_external(benchmarks: Sequence[str], planners: Sequence[str], models: Se
                   for c in nestful.load_cases(root, nestful_sources, per_category)]
     runs = []
     for model in models:
-        for planner in planners:
-            for variant in ([None] if planner == RAW else variants):
-                tech = None if planner == RAW else resolve(variant, planner)
-                runs += [ExternalRun(b, c, planner, model, tech) for b, c in cases]
+        for b, c in cases:  # case-major: the raw baseline and every planner of one case
+            for planner in planners:  # run one after another, sharing the prompt prefix
+                for variant in ([None] if planner == RAW else variants):
+                    tech = None if planner == RAW else resolve(variant, planner)
+                    runs.append(ExternalRun(b, c, planner, model, tech))
     return list({r.key: r for r in runs}.values())
 
 
