@@ -161,111 +161,174 @@ class ToolCallingPlanner:
             return self.tools
         return anchor_to_goal(self.tools, _goal_and_results(goal, observed))
 
-    def _fresh_or_answer(self, turn: ToolCallTurn, goal: str, observed: list[Any],
-                         out: ToolCallingOutcome, messages: Sequence[Message]
-                         ) -> ToolCallTurn:
-        """With `fresh`: the later turn's calls that bring something new
+    def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
+            on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
+        """The loop: each turn goes through these steps, in this order (a step whose
+        switch is off returns the turn unchanged):
+
+        1. `_probe_declines` (decline, before the first turn): the run ends declined when
+           the model, left free, would rather answer than call;
+        2. `next_turn`: the model's turn under the grammar (calls, or an answer);
+        3. `_native` (native, first turn): agreed with the model's free reply;
+        4. `_invented` (decline, first turn): the run ends declined when the calls take
+           values the goal does not state;
+        5. `_defaults` (defaults): optional arguments nobody stated are left out;
+        6. `_fresh` (fresh, later turns): only calls that bring something new run, else
+           the turn is written again as the last one (an answer);
+        then an answer ends the run, or the calls run (`_execute`) and the next turn
+        begins. The last turn (max_iterations, or after a turn that repeated the one
+        before) must answer."""
+        out = ToolCallingOutcome(answer=None,
+                                 messages=first_turn(goal, self.techniques.instruct))
+        loop = _Loop(goal, out, Coverage.of(goal, self.tools, self.techniques.values))
+        for i in range(1, max_iterations + 1):
+            last = i == max_iterations or loop.repeated
+            if self._probe_declines(loop):
+                return _declined(out, on_event, "the model answered without calling any "
+                                                "offered tool")
+            stated = self._answers(loop, last)
+            tools = self._turn_tools(goal, loop.observed)
+            turn = self.next_turn(out.messages, last=last, log=out.log,
+                                  answers=None if stated is None else list(stated),
+                                  must_call=loop.coverage.must_call(tools), tools=tools)
+            turn = self._native(turn, loop, tools)
+            if self._invented(turn, loop):
+                return _declined(out, on_event, "the goal states too few of the values "
+                                                "its first calls need")
+            turn = self._defaults(turn, loop)
+            turn = self._fresh(turn, loop, last)
+            if turn.answer is not None:
+                return _answered(out, turn.answer, stated, on_event)
+            self._execute(turn, loop, executor, on_event)
+        out.stop_reason = f"no text answer within {max_iterations} iterations"
+        return out
+
+    def _probe_declines(self, loop: _Loop) -> bool:
+        """With `decline` (and grounded answers), before the first turn: whether the model's
+        probability of opening a call (`decline.probe`) is below `DECLINE_BELOW`. The
+        reading is kept for `_invented`."""
+        t = self.techniques
+        if not (t.decline and t.grounded) or loop.out.turns:
+            return False
+        loop.p_call = self.call_probability(loop.out.messages, loop.out.log)
+        return loop.p_call is not None and loop.p_call < DECLINE_BELOW
+
+    def _answers(self, loop: _Loop, last: bool) -> dict[str, str] | None:
+        """With grounded answers, the answer texts the turn may write, each mapped to the
+        value it stands for: a part of an object result after its path (`total: 42.5`),
+        and, on a turn that is not the last, the bare value too. None: free text."""
+        if not self.techniques.grounded:
+            return None
+        stated = observed_answers(loop.observed, labels=True)
+        if stated and not last:  # answering of its own accord: either form
+            bare = observed_answers(loop.observed)
+            stated = {**stated, **{k: v for k, v in bare.items() if k not in stated}}
+        return stated
+
+    def _native(self, turn: ToolCallTurn, loop: _Loop,
+                tools: Sequence[ToolSpec]) -> ToolCallTurn:
+        """With `native`, on the first turn: the turn `agreed` keeps with the model's free
+        reply (asked after the constrained turn, whose prompt the probe left in the KV
+        cache)."""
+        if not (self.techniques.native and not loop.out.turns and turn.calls):
+            return turn
+        return agreed(turn, self.native_turn(loop.goal, loop.out.log, tools).turn, tools,
+                      loop.goal)
+
+    def _invented(self, turn: ToolCallTurn, loop: _Loop) -> bool:
+        """With `decline`, on the first turn: whether its calls take too few values the
+        goal states for the model's certainty (`decline.calls_invented`)."""
+        return (loop.p_call is not None and not loop.out.turns and bool(turn.calls)
+                and calls_invented(loop.p_call, stated_share(turn.calls, loop.goal,
+                                                             self.tools)))
+
+    def _defaults(self, turn: ToolCallTurn, loop: _Loop) -> ToolCallTurn:
+        """With `defaults`: the calls without optional arguments that neither the goal nor
+        a result states (`stated.without_unstated_options`)."""
+        if not (self.techniques.defaults and turn.calls):
+            return turn
+        return ToolCallTurn(calls=without_unstated_options(
+            turn.calls, _goal_and_results(loop.goal, loop.observed), self.tools))
+
+    def _fresh(self, turn: ToolCallTurn, loop: _Loop, last: bool) -> ToolCallTurn:
+        """With `fresh`, on a later turn: the calls that bring something new
         (`fresh.fresh_calls`; a value an error message names counts, for a retry); where
-        none does, the turn written again as the last one
-        (an answer; grounded: restating an observed value)."""
+        none does, the turn written again as the last one (an answer; grounded: restating
+        an observed value)."""
+        out = loop.out
+        if not (self.techniques.fresh and out.turns and turn.calls and not last):
+            return turn
         records = [c for t in out.turns for c in t.calls]
         earlier = [ToolCall(function=c["function"], args=c["args"]) for c in records]
         errors = [c["error"] for c in records if c["error"]]  # a retry may take a value
-        kept = fresh_calls(turn.calls, _goal_and_results(goal, [*observed, *errors]),
+        kept = fresh_calls(turn.calls, _goal_and_results(loop.goal, [*loop.observed, *errors]),
                            earlier,  # an error names ("expected one of ...")
-                           shown=_goal_and_results("", observed))
+                           shown=_goal_and_results("", loop.observed))
         if kept:
             return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
-        answers = (list(observed_answers(observed, labels=True))
+        answers = (list(observed_answers(loop.observed, labels=True))
                    if self.techniques.grounded else None)
-        return self.next_turn(messages, last=True, log=out.log, answers=answers)
+        return self.next_turn(out.messages, last=True, log=out.log, answers=answers)
 
-    def run(self, goal: str, executor: Executor, *, max_iterations: int = 5,
-            on_event: Callable[[Any], None] | None = None) -> ToolCallingOutcome:
-        messages: list[Message] = first_turn(goal, self.techniques.instruct)
-        out = ToolCallingOutcome(answer=None, messages=messages)
-        next_id = 0
-        grounded = self.techniques.grounded
-        t = self.techniques
-        coverage = Coverage.of(goal, self.tools, t.values)
-        observed: list[Any] = []  # the value of every call that worked
-        previous: str | None = None
-        repeated = False  # the last turn repeated the one before: the next must answer
-        p_call: float | None = None  # with `decline`: the probe's reading before turn 1
-        for i in range(1, max_iterations + 1):
-            stated = observed_answers(observed, labels=True) if grounded else None
-            answers = None if stated is None else list(stated)
-            if t.decline and answers == [] and not out.turns:
-                p_call = self.call_probability(messages, out.log)
-                if p_call is not None and p_call < DECLINE_BELOW:
-                    return _declined(out, on_event, "the model answered without calling "
-                                                    "any offered tool")
-            tools = self._turn_tools(goal, observed)
-            must_call = coverage.must_call(tools)
-            last = i == max_iterations or repeated
-            if stated and not last:  # answering of its own accord: either form
-                bare = observed_answers(observed)
-                stated = {**stated, **{k: v for k, v in bare.items() if k not in stated}}
-                answers = list(stated)
-            turn = self.next_turn(messages, last=last,
-                                  log=out.log, answers=answers, must_call=must_call,
-                                  tools=tools)
-            # after the constrained turn, whose prompt the probe left in the KV cache
-            if t.native and not out.turns and turn.calls:
-                reply = self.native_turn(goal, out.log, tools)
-                turn = agreed(turn, reply.turn, tools, goal)
-            if p_call is not None and not out.turns and turn.calls and calls_invented(
-                    p_call, stated_share(turn.calls, goal, self.tools)):
-                return _declined(out, on_event, "the goal states too few of the values its "
-                                                "first calls need")
-            if t.defaults and turn.calls:
-                turn = ToolCallTurn(calls=without_unstated_options(
-                    turn.calls, _goal_and_results(goal, observed),
-                    self.tools))
-            if t.fresh and out.turns and turn.calls and not last:
-                turn = self._fresh_or_answer(turn, goal, observed, out, messages)
-            if turn.answer is not None:
-                messages.append({"role": "assistant", "content": turn.answer})
-                # a grounded answer written after its path (`total: 42.5`) is the value
-                answer = stated.get(turn.answer, turn.answer) if stated else turn.answer
-                out.turns.append(ToolTurn(answer=answer))
-                _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
-                out.answer, out.stop_reason = answer, "answered in text"
-                return out
-            ids = [f"call_{next_id + k + 1}" for k in range(len(turn.calls))]
-            next_id += len(turn.calls)
-            calls = [literal_call(c.function, c.args)
-                     for c in turn.calls]
-            results = executor.run_calls_sync(calls, on_event=on_event)
-            for c in turn.calls:
-                coverage.record(c.args)
-            observed += [r.value for r in results if r.ok]
-            for result in results:
-                out.events.extend(result.events)
-            messages.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": cid, "type": "function",
-                 "function": {"name": c.function, "arguments": c.args}}
-                for cid, c in zip(ids, turn.calls)]})
-            record = []
-            for cid, c, result in zip(ids, turn.calls, results):
-                content = result_content(result)
-                messages.append({"role": "tool", "tool_call_id": cid, "name": c.function,
-                                 "content": content})
-                record.append({"id": cid, "function": c.function, "args": c.args,
-                               "result": result.value, "error": None if result.ok
-                               else result.error.message,  # type: ignore[union-attr]
-                               "source": result.source})  # "tool": untrusted data
-            out.turns.append(ToolTurn(calls=tuple(record)))
-            _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
-            # The same calls with the same results again: the model is looping (seen: four
-            # identical turns of a failing call, 600 s; also a lookup repeated instead of
-            # answered). It has all it will get: the next turn
-            # must answer, from what the calls returned.
-            key = json.dumps([[r["function"], r["args"], r["result"], r["error"]]
-                              for r in record], sort_keys=True, default=str)
-            repeated, previous = key == previous, key
-        out.stop_reason = f"no text answer within {max_iterations} iterations"
-        return out
+    def _execute(self, turn: ToolCallTurn, loop: _Loop, executor: Executor,
+                 on_event: Callable[[Any], None] | None) -> None:
+        """Run the turn's calls in parallel and feed each result back as a `tool` message
+        with the id of its call. The same calls with the same results as the turn before
+        mean the model is looping (seen: four identical turns of a failing call, 600 s; a
+        lookup repeated instead of answered): the next turn must answer."""
+        out = loop.out
+        ids = [f"call_{loop.next_id + k + 1}" for k in range(len(turn.calls))]
+        loop.next_id += len(turn.calls)
+        results = executor.run_calls_sync([literal_call(c.function, c.args)
+                                           for c in turn.calls], on_event=on_event)
+        for c in turn.calls:
+            loop.coverage.record(c.args)
+        loop.observed += [r.value for r in results if r.ok]
+        for result in results:
+            out.events.extend(result.events)
+        out.messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": cid, "type": "function",
+             "function": {"name": c.function, "arguments": c.args}}
+            for cid, c in zip(ids, turn.calls)]})
+        record = []
+        for cid, c, result in zip(ids, turn.calls, results):
+            out.messages.append({"role": "tool", "tool_call_id": cid, "name": c.function,
+                                 "content": result_content(result)})
+            record.append({"id": cid, "function": c.function, "args": c.args,
+                           "result": result.value, "error": None if result.ok
+                           else result.error.message,  # type: ignore[union-attr]
+                           "source": result.source})  # "tool": untrusted data
+        out.turns.append(ToolTurn(calls=tuple(record)))
+        _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
+        key = json.dumps([[r["function"], r["args"], r["result"], r["error"]]
+                          for r in record], sort_keys=True, default=str)
+        loop.repeated, loop.previous = key == loop.previous, key
+
+
+@dataclass
+class _Loop:
+    """What one run of the loop carries from turn to turn."""
+
+    goal: str
+    out: ToolCallingOutcome
+    coverage: Coverage
+    observed: list[Any] = field(default_factory=list)  # the value of every call that worked
+    previous: str | None = None  # the last turn's calls and results, as a key
+    repeated: bool = False  # the last turn repeated the one before: the next must answer
+    p_call: float | None = None  # with `decline`: the probe's reading before turn 1
+    next_id: int = 0
+
+
+def _answered(out: ToolCallingOutcome, text: str, stated: dict[str, str] | None,
+              on_event: Callable[[Any], None] | None) -> ToolCallingOutcome:
+    """`out` ended with the answer `text`; a grounded answer written after its path
+    (`total: 42.5`) is the value."""
+    out.messages.append({"role": "assistant", "content": text})
+    answer = stated.get(text, text) if stated else text
+    out.turns.append(ToolTurn(answer=answer))
+    _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
+    out.answer, out.stop_reason = answer, "answered in text"
+    return out
 
 
 def agreed(constrained: ToolCallTurn, native: ToolCallTurn | None,
