@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,10 @@ class CatalogEntry:
     # Generation speed measured on the reference machine (2 cores, 2 threads, greedy,
     # `scripts/bench_llm.py`), shown by `models list` so a user can weigh size against speed.
     tokens_per_s: float | None = None
+    # Thresholds of the `decline` technique calibrated for this model
+    # (`scripts/calibrate_decline.py`): below, stated_below, sure; missing keys take the
+    # defaults in planners/decline.py.
+    decline: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -152,6 +156,7 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         size = int(raw["size"])
         sources = tuple(_parse_source(s, file) for s in raw["sources"])
         speed = float(raw["tokens_per_s"]) if raw.get("tokens_per_s") is not None else None
+        decline = {str(k): float(v) for k, v in dict(raw.get("decline") or {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise CatalogError(f"{where}: missing or malformed field ({exc})") from None
     if not isinstance(name, str) or not name:
@@ -170,6 +175,7 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         pip=str(raw["pip"]) if raw.get("pip") else None,
         draft=str(raw["draft"]) if raw.get("draft") else None,
         tokens_per_s=speed,
+        decline=decline,
     )
 
 

@@ -39,7 +39,9 @@ no offered function fits, however sure the model was that it would call (`stated
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Protocol
 
 from localagent.llm.base import LLM, Completion, Message
@@ -55,6 +57,40 @@ DECLINE_BELOW = 0.3  # decline when P(the first token opens a call) is below thi
 # required values are stated by the goal, or when any is not and P(call) is below SURE.
 STATED_BELOW = 0.5
 SURE = 0.9
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where `decline` refuses, for one model: P(call) `below` which the probe declines;
+    after the first calls, a stated share below `stated_below`, or under 1 with P(call)
+    below `sure`. Why per model: the probability a model gives its own call opener differs
+    between models (the 1.5B is surer than the 0.5B on the same goals), so a threshold set
+    on one declines answerable goals on the other. Calibrated by
+    `scripts/calibrate_decline.py` and stored in the model's catalog entry (`decline`)."""
+
+    below: float = DECLINE_BELOW
+    stated_below: float = STATED_BELOW
+    sure: float = SURE
+
+    @classmethod
+    def of(cls, llm: LLM) -> Thresholds:
+        """The thresholds of `llm`'s catalog entry; the defaults for a model outside it."""
+        return _thresholds(llm.info.name)
+
+
+@functools.lru_cache(maxsize=16)
+def _thresholds(name: str) -> Thresholds:
+    from localagent.errors import LocalAgentError
+    from localagent.llm.catalog import load_catalog
+
+    try:
+        catalog = load_catalog()
+    except LocalAgentError:
+        return Thresholds()
+    entry = catalog.entries.get(name)
+    known = {f.name for f in fields(Thresholds)}
+    return Thresholds(**{k: v for k, v in (entry.decline if entry else {}).items()
+                         if k in known})
 
 
 def first_turn(goal: str, instruct: bool = True) -> list[Message]:
@@ -100,13 +136,14 @@ def model_declines(llm: LLM, messages: Sequence[Message], tools: Sequence[ToolSp
                    settings: PlannerSettings, log: GenerationLog,
                    schemas: list[dict] | None = None) -> bool:
     """True when the model, after `messages` with `tools` offered in its chat template,
-    is less likely than `DECLINE_BELOW` to open a call. False when the probe cannot tell
-    (`can_probe`)."""
+    is less likely than its threshold (`Thresholds.below`) to open a call. False when the
+    probe cannot tell (`can_probe`)."""
     p = probe(llm, messages, tools, settings, log, schemas)
-    return p is not None and p < DECLINE_BELOW
+    return p is not None and p < Thresholds.of(llm).below
 
 
-def calls_invented(p_call: float, share: float | None) -> bool:
+def calls_invented(p_call: float, share: float | None,
+                   limits: Thresholds = Thresholds()) -> bool:
     """Whether first calls whose required values the goal states `share` of (None: they
     have none; `stated.stated_share`), made where the probe read `p_call`, were invented
     for a goal no offered function fits: fewer than `STATED_BELOW` stated, or not all
@@ -121,7 +158,7 @@ def calls_invented(p_call: float, share: float | None) -> bool:
     derive in words ("next month" as 1) keeps at least half stated when it is sure."""
     if share is None:
         return False
-    return share < STATED_BELOW or (share < 1.0 and p_call < SURE)
+    return share < limits.stated_below or (share < 1.0 and p_call < limits.sure)
 
 
 def goal_declined(llm: LLM, goal: str, tools: Sequence[ToolSpec], settings: PlannerSettings,

@@ -29,8 +29,8 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 | grounded      | react, tools       | the final answer may only restate an observed value       |
 | decline       | tools, tree,       | the model is first shown its own tool-calling prompt; if  |
 |               | sequential, react  | its first token opens a call with probability < 0.3, the  |
-|               |                    | run ends declined ("no offered tool fits", no answer;     |
-|               |                    | tools: with grounded) (decline.py)                        |
+|               |                    | run ends declined ("no offered tool fits", no answer)     |
+|               |                    | (decline.py; thresholds per model: the catalog entry)     |
 |               | tools              | also after the first turn, before it runs: when the goal  |
 |               |                    | states under half its calls' required values, or not all  |
 |               |                    | of them and P(call) < 0.9 (stated.py)                     |

@@ -48,7 +48,7 @@ from localagent.planners.base import (
     generate_checked,
 )
 from localagent.planners.coverage import Coverage
-from localagent.planners.decline import DECLINE_BELOW, calls_invented, first_turn, probe
+from localagent.planners.decline import Thresholds, calls_invented, first_turn, probe
 from localagent.planners.fresh import fresh_calls
 from localagent.planners.grounding import answer_choice, observed_answers
 from localagent.planners.mentions import anchor_to_goal
@@ -204,14 +204,13 @@ class ToolCallingPlanner:
         return out
 
     def _probe_declines(self, loop: _Loop) -> bool:
-        """With `decline` (and grounded answers), before the first turn: whether the model's
-        probability of opening a call (`decline.probe`) is below `DECLINE_BELOW`. The
-        reading is kept for `_invented`."""
-        t = self.techniques
-        if not (t.decline and t.grounded) or loop.out.turns:
+        """With `decline`, before the first turn: whether the model's probability of
+        opening a call (`decline.probe`) is below the model's threshold (`Thresholds`).
+        The reading is kept for `_invented`."""
+        if not self.techniques.decline or loop.out.turns:
             return False
         loop.p_call = self.call_probability(loop.out.messages, loop.out.log)
-        return loop.p_call is not None and loop.p_call < DECLINE_BELOW
+        return loop.p_call is not None and loop.p_call < Thresholds.of(self.llm).below
 
     def _answers(self, loop: _Loop, last: bool) -> dict[str, str] | None:
         """With grounded answers, the answer texts the turn may write, each mapped to the
@@ -240,7 +239,8 @@ class ToolCallingPlanner:
         goal states for the model's certainty (`decline.calls_invented`)."""
         return (loop.p_call is not None and not loop.out.turns and bool(turn.calls)
                 and calls_invented(loop.p_call, stated_share(turn.calls, loop.goal,
-                                                             self.tools)))
+                                                             self.tools),
+                                   Thresholds.of(self.llm)))
 
     def _defaults(self, turn: ToolCallTurn, loop: _Loop) -> ToolCallTurn:
         """With `defaults`: the calls without optional arguments that neither the goal nor
