@@ -5,9 +5,10 @@ For each goal (BFCL's development categories: `irrelevance` must be declined, th
 answered), the tools planner's first turn is made as it would be with `decline` on: the
 probe's P(call) (`decline.call_probability`) and the first constrained turn, whose calls
 give the stated share (`stated.stated_share`). Every (below, stated_below, sure) on a grid
-is then scored offline as the share of goals it gets right on each side, averaged over the
-two sides (declining everything or nothing scores 0.5); ties go to the threshold that
-declines less. `--write` stores the best in `models/catalog.toml` (`decline = {...}` in the
+is then scored offline: the best loses at most `--max-lost` answerable goals (never be
+worse than the model alone), and among those declines the most irrelevant ones; ties go
+to the threshold that declines less. The balanced score (the share right on each side,
+averaged) is printed beside it. `--write` stores the best in `models/catalog.toml` (`decline = {...}` in the
 model's entry), where `decline.Thresholds.of` reads it.
 
 Model calls go through the replay store (`--replay`, default
@@ -113,6 +114,8 @@ def main() -> int:
                              "`instruct`)")
     parser.add_argument("--replay", type=Path,
                         default=REPO_DIR / "results" / "calibrate-decline" / "replay.sqlite")
+    parser.add_argument("--max-lost", type=int, default=0,
+                        help="answerable goals the thresholds may decline (default 0)")
     parser.add_argument("--write", action="store_true",
                         help="store the best thresholds in the model's catalog entry")
     args = parser.parse_args()
@@ -127,8 +130,12 @@ def main() -> int:
     grid = [Thresholds(b, s, u) for b, s, u in itertools.product(GRID_BELOW, GRID_STATED,
                                                                 GRID_SURE)]
     current = Thresholds.of(llm)
-    ranked = sorted(grid, key=lambda t: (-score(readings, t)[0], t.below, t.stated_below,
-                                         t.sure))
+    def rank(t: Thresholds) -> tuple[bool, int, int, float, float, float]:
+        _, declined, _, kept, answerable = score(readings, t)
+        lost = answerable - kept
+        return (lost > args.max_lost, -declined, lost, t.below, t.stated_below, t.sure)
+
+    ranked = sorted(grid, key=rank)
     print(f"\nmodel calls: {llm.stats.replayed} of {llm.stats.total} replayed")
     print("thresholds (below, stated_below, sure): balanced, declined/irrelevant, "
           "kept/answerable")
