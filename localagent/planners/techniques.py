@@ -209,9 +209,19 @@ class Techniques:
 # 11/48), but it refuses correct chains that look the same entity up twice with another
 # function (`GetPoints(team=Lynx)`, then `GetGoals(team=Lynx)`: 7 of 47 multilingual
 # reference plans).
+#
+# Tool calling, chosen again on the 1.5B from `plain` (stop 52, BFCL development 8 a
+# category, docs/BENCHMARKS.md): once the turn grammar admits the model's own call openers
+# (a ```json fence, a bare object), `plain` matches the bare model (18/40 against 19/40;
+# simple and multiple 16/16 each) and every former switch costs there: the planner's
+# system text (`instruct`) makes the model explain instead of call (simple 4/8, multiple
+# 4/8). `decline` with the 1.5B's calibrated thresholds declines 5/8 irrelevant questions
+# where plain declines 1, losing no answerable one (22/40); `grounded` adds nothing on
+# BFCL (22/40) but answers with the value a tool returned, in a short constrained turn
+# (12.8 s a case against plain's 27 s of prose). `native`, `values` and `instruct` are
+# opt-in until measured again on the 1.5B.
 PLANNER_DEFAULTS: dict[str, Techniques] = {
-    "tools": Techniques(mentions=False, backrefs=False, grounded=True, decline=True,
-                        native=True, values=True, instruct=True),
+    "tools": Techniques(mentions=False, backrefs=False, grounded=True, decline=True),
     "react": Techniques(mentions=False, backrefs=False, grounded=True),
     "tree": Techniques(mentions=True, backrefs=False, values=True),
     "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),
