@@ -305,7 +305,8 @@ class _RunContext:
             validation_failures=self.log.validation_failures,
             stop_reason=stop_reason or ("" if error else "done"), outputs=list(self.log.raw),
             attempts=attempts or [],
-            techniques=self.agent.settings.for_planner(self.planner)[1].label)
+            techniques=self.agent.settings.for_planner(self.planner,
+                                                      llm.info.name)[1].label)
 
 
 def _check(goal: str, planner: str, *, plan_only: bool) -> None:

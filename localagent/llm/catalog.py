@@ -64,6 +64,9 @@ class CatalogEntry:
     # (`scripts/calibrate_decline.py`): below, stated_below, sure; missing keys take the
     # defaults in planners/decline.py.
     decline: Mapping[str, float] = field(default_factory=dict)
+    # Planner defaults measured for this model, where they differ from PLANNER_DEFAULTS:
+    # planner name -> an absolute technique spec (planners/techniques.py).
+    techniques: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -157,6 +160,7 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         sources = tuple(_parse_source(s, file) for s in raw["sources"])
         speed = float(raw["tokens_per_s"]) if raw.get("tokens_per_s") is not None else None
         decline = {str(k): float(v) for k, v in dict(raw.get("decline") or {}).items()}
+        techniques = {str(k): str(v) for k, v in dict(raw.get("techniques") or {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise CatalogError(f"{where}: missing or malformed field ({exc})") from None
     if not isinstance(name, str) or not name:
@@ -176,6 +180,7 @@ def _parse_entry(raw: Any, file: Path) -> CatalogEntry:
         draft=str(raw["draft"]) if raw.get("draft") else None,
         tokens_per_s=speed,
         decline=decline,
+        techniques=techniques,
     )
 
 

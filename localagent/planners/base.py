@@ -54,10 +54,12 @@ class PlannerSettings:
     techniques: Techniques | TechniqueChanges | None = None
     english: Callable[[str], str] | None = field(default=None, compare=False)
 
-    def for_planner(self, planner: str) -> tuple[PlannerSettings, Techniques]:
-        """These settings with the techniques resolved for `planner`, and the techniques;
-        `UsageError` when a change removes a switch that planner's default does not have."""
-        t = resolve(self.techniques, planner)
+    def for_planner(self, planner: str, model: str | None = None
+                    ) -> tuple[PlannerSettings, Techniques]:
+        """These settings with the techniques resolved for `planner` (on `model`, whose
+        catalog entry may hold its own defaults), and the techniques; `UsageError` when a
+        change removes a switch that planner's default does not have."""
+        t = resolve(self.techniques, planner, model)
         return replace(self, techniques=t), t
 
 

@@ -83,6 +83,7 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -227,9 +228,23 @@ PLANNER_DEFAULTS: dict[str, Techniques] = {
     "sequential": Techniques(mentions=True, backrefs=True, typed=True, distinct=True),
 }
 
-def default_techniques(planner: str) -> Techniques:
-    """The measured default configuration of `planner` (tree, sequential, react, tools)."""
-    return PLANNER_DEFAULTS.get(planner, Techniques())
+def default_techniques(planner: str, model: str | None = None) -> Techniques:
+    """The measured default configuration of `planner` (tree, sequential, react, tools):
+    `model`'s own where its catalog entry names one (`techniques = {tools = "..."}`: a
+    default measured on that model), else `PLANNER_DEFAULTS`."""
+    own = _model_defaults(model).get(planner) if model else None
+    return Techniques.parse(own) if own else PLANNER_DEFAULTS.get(planner, Techniques())
+
+
+@functools.lru_cache(maxsize=16)
+def _model_defaults(model: str) -> dict[str, str]:
+    from localagent.llm.catalog import load_catalog
+
+    try:
+        entry = load_catalog().entries.get(model)
+    except UsageError:
+        return {}
+    return dict(entry.techniques) if entry else {}
 
 
 @dataclass(frozen=True)
@@ -251,9 +266,9 @@ class TechniqueChanges:
         ons = [f"+{n}" if v is True else f"+{n}={v}" for n, v in self.on]
         return ",".join([*ons, *(f"-{n}" for n in self.off)])
 
-    def apply(self, planner: str) -> Techniques:
-        """`planner`'s default techniques with these changes."""
-        base, plain = default_techniques(planner), Techniques.plain()
+    def apply(self, planner: str, model: str | None = None) -> Techniques:
+        """`planner`'s default techniques (for `model`) with these changes."""
+        base, plain = default_techniques(planner, model), Techniques.plain()
         for name in self.off:
             if getattr(base, name) == getattr(plain, name):
                 raise UsageError(f"cannot remove technique {name}: it is not on in the "
@@ -294,13 +309,13 @@ TechniqueSpec = Techniques | TechniqueChanges | None
 """A parsed `--techniques`: absolute, changes to each planner's default, or None (default)."""
 
 
-def resolve(spec: TechniqueSpec, planner: str) -> Techniques:
-    """The techniques `planner` uses under `spec` (None: its default; changes: applied to
-    its default)."""
+def resolve(spec: TechniqueSpec, planner: str, model: str | None = None) -> Techniques:
+    """The techniques `planner` uses under `spec` (None: its default, for `model` where its
+    catalog entry names one; changes: applied to that default)."""
     if spec is None:
-        return default_techniques(planner)
+        return default_techniques(planner, model)
     if isinstance(spec, TechniqueChanges):
-        return spec.apply(planner)
+        return spec.apply(planner, model)
     return spec
 
 

@@ -100,7 +100,8 @@ class ToolCallingPlanner:
                  settings: PlannerSettings | None = None, *,
                  max_tokens: int = 300) -> None:
         self.llm, self.tools = llm, list(tools)
-        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(self.kind)
+        self.settings, self.techniques = (settings or PlannerSettings()).for_planner(
+            self.kind, llm.info.name)
         self.max_tokens = max_tokens
         self.schemas = openai_tools(self.tools)
 
