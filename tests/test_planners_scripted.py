@@ -297,16 +297,17 @@ def test_tool_calling_early_exit_without_calls(registry):
 
 
 def test_grounded_tool_calling_probes_the_first_turn_unconstrained(registry):
-    """The default (`grounded+decline+native+values`): before the first turn, which must call a
+    """The default (`grounded+decline`) with `native`: before the first turn, which must call a
     tool, a few unconstrained tokens show whether the model would open a call at all
     (`declines`). A reply that opens one goes on to the constrained turn, then the free one
     (`native`); later turns are neither probed nor written twice."""
     from localagent.llm.base import GREEDY_PROBE_TOKENS as DECLINE_PROBE
+    from localagent.planners.techniques import parse_spec
 
     specs = [registry.spec("WeatherPlugin.DidItRainToday")]
     call = tc("WeatherPlugin.DidItRainToday", city="Athens")
     llm = ScriptedLLM(["<tool_call>", call, call, "true"])
-    planner = ToolCallingPlanner(llm, specs)
+    planner = ToolCallingPlanner(llm, specs, PlannerSettings(techniques=parse_spec("+native")))
     assert planner.techniques.grounded and planner.techniques.decline
     assert planner.techniques.native
     out = planner.run("Did it rain in Athens today?", Executor(registry))
