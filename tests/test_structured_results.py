@@ -31,8 +31,10 @@ from localagent.grammar.types import field_paths, field_schema
 from localagent.llm.constrained import matches
 from localagent.llm.scripted import ScriptedLLM
 from localagent.plan import Ref, plan_from_dict, plan_from_json, plan_to_raw, validate
+from localagent.planners.base import PlannerSettings
 from localagent.planners.grounding import observed_answers, observed_values
 from localagent.planners.sequential import SequentialPlanner
+from localagent.planners.techniques import parse_spec
 from localagent.planners.tool_calling import ToolCallingPlanner
 from localagent.tools import schema_tool
 from localagent.tools.plugins import import_file
@@ -334,8 +336,9 @@ def test_tools_planner_answers_the_value_a_labelled_answer_states() -> None:
     # the decline probe, a call, the free reply (`native`), the same call again (so the
     # next turn must answer), the answer
     llm = ScriptedLLM(["<tool_call>", call, call, call, "total: 42.5"])
-    out = ToolCallingPlanner(llm, TOOLS).run("How much was order 17?", Executor(REG),
-                                             max_iterations=4)
+    with_native = PlannerSettings(techniques=parse_spec("+native"))
+    out = ToolCallingPlanner(llm, TOOLS, with_native).run("How much was order 17?",
+                                                          Executor(REG), max_iterations=4)
     assert out.answer == "42.5", out.stop_reason
     answer_turn = llm.requests[-1].constraint  # must answer: only after the path
     assert matches(answer_turn, "total: 42.5") and matches(answer_turn, "items[1].price: 40.0")

@@ -36,7 +36,8 @@ def tool_call_turn(tools: Sequence[ToolSpec], *, call_format: CallFormat = HERME
                "answers": list(allowed_answers or []), "bounds": bounds}
 
     def build() -> str:
-        rules = LarkRules(bounds, pretty=True)  # as the model writes JSON in a fence
+        # as the model writes JSON in a fence; the tags alone keep the compact form
+        rules = LarkRules(bounds, pretty=bool(call_format.blocks))
         heads = args_rules(rules, tools, "body", lambda t, a: call_object(
             call_format.name_key, t.qualified_name, call_format.args_key, a, rules))
         calls = " | ".join([_repeated("call", lit(call_format.separator), max_calls)] + [

@@ -75,6 +75,8 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 |               |                    | from the pipe (or a $k), not retyped from the goal        |
 | instruct      | tools              | the planner's system text (when to call, conditions,      |
 |               |                    | when to answer) instead of the chat template's default    |
+| tags          | tools              | calls only in the chat template's `<tool_call>` tags (the |
+|               |                    | turn grammar admits no ```json fence or bare object)      |
 | replan=N      | tree, sequential   | after a failed execution, plan again with the error, N x  |
 | vote=K        | tree, sequential   | sample K plans, execute them, answer by majority; with a  |
 |               |                    | side-effect function offered, only the plan most samples  |
@@ -124,6 +126,7 @@ class Techniques:
     backrefs: bool = True
     pipe: bool = False
     instruct: bool = False
+    tags: bool = False
     replan: int = 0
     vote: int = 1
 
@@ -141,7 +144,7 @@ class Techniques:
                           fresh=False, values=False, shallow=False, numbers=False,
                           ordered=False, distinct=False, typed=False, compact=False,
                           expression=False, backrefs=False, pipe=False, instruct=False,
-                          replan=0, vote=1)
+                          tags=False, replan=0, vote=1)
 
     @property
     def shows_reasoning(self) -> bool:

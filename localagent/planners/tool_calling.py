@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from localagent.errors import PlanValidationError
 from localagent.executor import ExecutionResult, Executor
+from localagent.grammar.common import HERMES
 from localagent.grammar.jsonlark import Bounds
 from localagent.grammars import (
     ToolCall,
@@ -58,6 +59,7 @@ from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
 
 MAX_CALLS_PER_TURN = 4
+TAGS_ONLY = replace(HERMES, blocks=())  # `tags`: the template's own tags, nothing else
 ANSWER_ONLY = text_answer(400)
 
 
@@ -126,6 +128,7 @@ class ToolCallingPlanner:
         else:
             constraint = tool_call_turn(
                 list(must_call) or callable_, max_calls=max_calls,
+                call_format=TAGS_ONLY if self.techniques.tags else HERMES,
                 bounds=Bounds(max_text=400),
                 allow_answer=not must_call and (answers is None or bool(answers)),
                 allowed_answers=answers or None)
