@@ -116,8 +116,8 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="run a whole yardstick at one size instead of --suite/--external: quick (BFCL "
         "development 16 a category, the seed scenarios with 3 seeds, a multilingual subset in "
-        "every language, the core suite's first tasks; about 20 minutes cold on 2 cores, a "
-        "few replayed) or full (the issue-sized run; shard it); starts afresh each time "
+        "every language, the core suite's first tasks; minutes when its calls are "
+        "replayed) or full (the issue-sized run; shard it); starts afresh each time "
         "(earlier results move to <out>/previous/) unless --resume",
     )
     p.add_argument("--shard", default="1/1",
@@ -195,6 +195,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     from localagent.bench.runner import Benchmark, parse_filter_modes, plan_runs
     from localagent.bench.suite import load_suite
+    from localagent.llm.replay import Replaying
     from localagent.planners.techniques import parse_variants
 
     args = parser().parse_args(argv)
@@ -206,7 +207,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _run_external(args, console)
     suite = load_suite(args.suite).select(_split(args.tasks) or None, args.limit)
     out_dir = args.out or default_out_dir(suite.name)
-    load, stats = _replaying(_loader(args.threads) or _default_load, out_dir, args.no_replay)
+    load = Replaying(_loader(args.threads) or _default_load, out_dir, read=not args.no_replay)
     bench = Benchmark(suite, out_dir, temperature=args.temperature, load=load)
     if not args.report_only:
         specs = plan_runs(
@@ -225,7 +226,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             highlight=False,
         )
         _run_with_progress(bench, pending, console)
-        _print_replay(console, stats)
+        console.print(load.summary(), highlight=False)
     _report(bench, out_dir, console, chart=not args.no_chart)
     return 0
 
@@ -233,11 +234,12 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run_external(args: argparse.Namespace, console: Any) -> int:
     from localagent.bench.external.report import bfcl_table, markdown, nestful_table
     from localagent.bench.external.run import RAW, ExternalBenchmark, plan_external
+    from localagent.llm.replay import Replaying
     from localagent.planners.techniques import parse_variants
 
     variants = parse_variants(args.techniques)
     out_dir = args.out or default_out_dir("external")
-    load, stats = _replaying(_loader(args.threads) or _default_load, out_dir, args.no_replay)
+    load = Replaying(_loader(args.threads) or _default_load, out_dir, read=not args.no_replay)
     bench = ExternalBenchmark(out_dir, load)
     if not args.report_only:
         planners = [RAW, *[p for p in _split(args.planners) if p != RAW]]
@@ -250,7 +252,7 @@ def _run_external(args: argparse.Namespace, console: Any) -> int:
                       f"{len(runs) - len(pending)} already done, results in {out_dir}",
                       highlight=False)
         _run_with_progress(bench, pending, console)
-        _print_replay(console, stats)
+        console.print(load.summary(), highlight=False)
     records = bench.results.records()
     console.print(bfcl_table(records))
     console.print(nestful_table(records))
@@ -261,35 +263,11 @@ def _run_external(args: argparse.Namespace, console: Any) -> int:
     return 0
 
 
-def _replaying(load: Callable[[str], Any], out_dir: Path, no_replay: bool
-               ) -> tuple[Callable[[str], Any], list[Any]]:
-    """`load` with every model wrapped in a `ReplayLLM` over `<out>/replay.sqlite`; the
-    list collects the wrappers, for the replay counts at the end."""
-    from localagent.llm.replay import STORE_NAME, ReplayLLM, ReplayStore
-
-    store: list[ReplayStore] = []
-    made: list[ReplayLLM] = []
-
-    def replaying(name: str) -> Any:
-        if not store:
-            store.append(ReplayStore(out_dir / STORE_NAME))
-        made.append(ReplayLLM(load(name), store[0], read=not no_replay))
-        return made[-1]
-
-    return replaying, made
-
-
-def _print_replay(console: Any, made: Sequence[Any]) -> None:
-    replayed = sum(m.stats.replayed for m in made)
-    total = sum(m.stats.total for m in made)
-    console.print(f"model calls: {replayed} of {total} replayed, {total - replayed} generated",
-                  highlight=False)
-
-
 def _run_profile(args: argparse.Namespace, console: Any) -> int:
     from localagent.bench.external.report import bfcl_table, markdown, nestful_table
     from localagent.bench.profile import PROFILES, ProfileRun, jobs_for, parse_shard, shard_of
     from localagent.bench.report import category_table, summarize, table
+    from localagent.llm.replay import Replaying
     from localagent.planners.techniques import parse_variants
 
     i, n = parse_shard(args.shard)
@@ -300,8 +278,8 @@ def _run_profile(args: argparse.Namespace, console: Any) -> int:
     jobs = [job for part in parts
             for job in shard_of(jobs_for(part, models, variants, out_dir, args.temperature),
                                 i, n)]
-    profile = ProfileRun(out_dir, _loader(args.threads) or _default_load,
-                         replay=not args.no_replay)
+    profile = ProfileRun(out_dir, Replaying(_loader(args.threads) or _default_load, out_dir,
+                                            read=not args.no_replay))
     if not args.resume:
         profile.start_afresh(p.name for p in parts)
     pending = profile.pending(jobs)
@@ -310,7 +288,7 @@ def _run_profile(args: argparse.Namespace, console: Any) -> int:
                   highlight=False)
     start = time.perf_counter()
     _run_with_progress(profile, pending, console)
-    stats = profile.finish()
+    profile.close()
     for part in parts:
         records = profile.results(part.name).records()
         if not records:
@@ -327,8 +305,7 @@ def _run_profile(args: argparse.Namespace, console: Any) -> int:
         if part.kind in ("bfcl", "nestful"):
             (out_dir / part.name / "summary.md").write_text(markdown(records) + "\n",
                                                             encoding="utf-8")
-    console.print(f"model calls: {stats.replayed} of {stats.total} replayed, "
-                  f"{stats.generated} generated; {len(pending)} runs in "
+    console.print(f"{profile.load.summary()}; {len(pending)} runs in "
                   f"{time.perf_counter() - start:.0f} s", highlight=False)
     return 0
 

@@ -26,7 +26,7 @@ from typing import Any
 from localagent.bench.results import ResultsFile
 from localagent.errors import UsageError
 from localagent.llm.base import LLM
-from localagent.llm.replay import STORE_NAME, ReplayLLM, ReplayStats, ReplayStore
+from localagent.llm.replay import Replaying
 from localagent.paths import REPO_DIR
 from localagent.planners.techniques import TechniqueSpec
 
@@ -195,17 +195,15 @@ def _suite_jobs(part: Part, models: Sequence[str], variants: Sequence[TechniqueS
 
 @dataclass
 class ProfileRun:
-    """Runs jobs with one model in memory at a time, each wrapped in a `ReplayLLM` over the
-    shared store; appends every record to its part's results as it ends."""
+    """Runs jobs with one model in memory at a time, loaded through `load` (a `Replaying`
+    loader over the shared store); appends every record to its part's results as it
+    ends."""
 
     out_dir: Path
-    load: Callable[[str], LLM]
-    replay: bool = True
-    stats: ReplayStats = field(default_factory=ReplayStats)
+    load: Replaying
 
     def __post_init__(self) -> None:
-        self.store = ReplayStore(self.out_dir / STORE_NAME)
-        self._model: tuple[str, ReplayLLM] | None = None
+        self._model: tuple[str, LLM] | None = None
 
     def results(self, part: str) -> ResultsFile:
         return ResultsFile(self.out_dir / part)
@@ -237,23 +235,16 @@ class ProfileRun:
             if on_done is not None:
                 on_done(job, record)
 
-    def _llm(self, name: str) -> ReplayLLM:
+    def _llm(self, name: str) -> LLM:
         if self._model is None or self._model[0] != name:
-            if self._model is not None:
-                self._add_stats(self._model[1])
-                close = getattr(self._model[1].inner, "close", None)
-                if callable(close):
-                    close()
-            self._model = (name, ReplayLLM(self.load(name), self.store, read=self.replay))
+            self.close()
+            self._model = (name, self.load(name))
         return self._model[1]
 
-    def _add_stats(self, llm: ReplayLLM) -> None:
-        self.stats.replayed += llm.stats.replayed
-        self.stats.generated += llm.stats.generated
-        llm.stats = ReplayStats()
-
-    def finish(self) -> ReplayStats:
-        """The replay counts of every model call made so far."""
+    def close(self) -> None:
+        """Close the model in memory, if any (its replay counts stay in `load.stats`)."""
         if self._model is not None:
-            self._add_stats(self._model[1])
-        return self.stats
+            close = getattr(self._model[1], "close", None)
+            if callable(close):
+                close()
+            self._model = None

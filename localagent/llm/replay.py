@@ -19,7 +19,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -95,8 +95,8 @@ class ReplayStore:
 
 class ReplayLLM(DelegatingLLM):
     """Answers a call from `store` where the same request was made before, else asks
-    `inner` and stores its output. `generate_only=True` (`--no-replay`) never reads the
-    store but still writes it, so the next run can replay. `stats` counts both kinds."""
+    `inner` and stores its output. `read=False` (`--no-replay`) never reads the store but
+    still writes it, so the next run can replay. `stats` counts both kinds."""
 
     def __init__(self, inner: LLM, store: ReplayStore, *, read: bool = True) -> None:
         super().__init__(inner)
@@ -150,6 +150,33 @@ class ReplayLLM(DelegatingLLM):
                 self.stats.replayed += 1
             else:
                 self.stats.generated += 1
+
+
+class Replaying:
+    """A model loader whose every model is wrapped in a `ReplayLLM` over one store
+    (`<out_dir>/replay.sqlite`, opened on the first load); `stats` sums the replay counts
+    of every model it made."""
+
+    def __init__(self, load: Callable[[str], LLM], out_dir: Path, *, read: bool = True
+                 ) -> None:
+        self.load, self.out_dir, self.read = load, Path(out_dir), read
+        self.made: list[ReplayLLM] = []
+        self._store: ReplayStore | None = None
+
+    def __call__(self, name: str) -> ReplayLLM:
+        if self._store is None:
+            self._store = ReplayStore(self.out_dir / STORE_NAME)
+        self.made.append(ReplayLLM(self.load(name), self._store, read=self.read))
+        return self.made[-1]
+
+    @property
+    def stats(self) -> ReplayStats:
+        return ReplayStats(replayed=sum(m.stats.replayed for m in self.made),
+                           generated=sum(m.stats.generated for m in self.made))
+
+    def summary(self) -> str:
+        s = self.stats
+        return f"model calls: {s.replayed} of {s.total} replayed, {s.generated} generated"
 
 
 def _name(function: Any) -> str:
