@@ -72,11 +72,9 @@ class LarkRules:
         a chat model writes a call in a ```json fence; else the fixed `", "`, `": "`."""
         self.bounds = bounds
         self.pretty = pretty
-        ws = " ws?" if pretty else ""
-        self.comma = f'","{ws}' if pretty else '", "'
-        self.colon = f'":"{ws}' if pretty else '": "'
-        self.open_obj, self.close_obj = f'"{{"{ws}', f'{ws.strip()} "}}"'.strip()
-        self.open_arr, self.close_arr = f'"["{ws}', f'{ws.strip()} "]"'.strip()
+        self.comma, self.colon = ('"," ws?', '":" ws?') if pretty else ('", "', '": "')
+        self.open_obj, self.close_obj = ('"{" ws?', 'ws? "}"') if pretty else ('"{"', '"}"')
+        self.open_arr, self.close_arr = ('"[" ws?', 'ws? "]"') if pretty else ('"["', '"]"')
         self._rules: dict[str, str] = {}
         self._by_key: dict[tuple[str, int, str], str | None] = {}
         self._counter = 0

@@ -8,6 +8,7 @@ package that is not installed) without touching the real one.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -139,6 +140,17 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
             raise CatalogError(f"{file}: model {entry.name!r} names a draft model "
                                f"{entry.draft!r} that is not in the catalog")
     return Catalog(entries=entries, default=default, path=file)
+
+
+@functools.lru_cache(maxsize=16)
+def catalog_entry(name: str) -> CatalogEntry | None:
+    """`name`'s entry in the configured catalog, read once per process; None for a model
+    outside it (a .gguf path, a remote model) or when the catalog cannot be read. For the
+    per-model settings planners read on every run (`decline`, `techniques`)."""
+    try:
+        return load_catalog().entries.get(name)
+    except UsageError:
+        return None
 
 
 def default_model_name(catalog: Catalog | None = None) -> str:

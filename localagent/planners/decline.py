@@ -39,7 +39,6 @@ no offered function fits, however sure the model was that it would call (`stated
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Protocol
@@ -75,22 +74,11 @@ class Thresholds:
     @classmethod
     def of(cls, llm: LLM) -> Thresholds:
         """The thresholds of `llm`'s catalog entry; the defaults for a model outside it."""
-        return _thresholds(llm.info.name)
+        from localagent.llm.catalog import catalog_entry
 
-
-@functools.lru_cache(maxsize=16)
-def _thresholds(name: str) -> Thresholds:
-    from localagent.errors import LocalAgentError
-    from localagent.llm.catalog import load_catalog
-
-    try:
-        catalog = load_catalog()
-    except LocalAgentError:
-        return Thresholds()
-    entry = catalog.entries.get(name)
-    known = {f.name for f in fields(Thresholds)}
-    return Thresholds(**{k: v for k, v in (entry.decline if entry else {}).items()
-                         if k in known})
+        entry = catalog_entry(llm.info.name)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (entry.decline if entry else {}).items() if k in known})
 
 
 def first_turn(goal: str, instruct: bool = True) -> list[Message]:

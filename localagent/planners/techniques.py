@@ -85,7 +85,6 @@ A spec (`--techniques`, the config's `techniques`; `parse_spec`) is one of:
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -235,19 +234,11 @@ def default_techniques(planner: str, model: str | None = None) -> Techniques:
     """The measured default configuration of `planner` (tree, sequential, react, tools):
     `model`'s own where its catalog entry names one (`techniques = {tools = "..."}`: a
     default measured on that model), else `PLANNER_DEFAULTS`."""
-    own = _model_defaults(model).get(planner) if model else None
+    from localagent.llm.catalog import catalog_entry
+
+    entry = catalog_entry(model) if model else None
+    own = entry.techniques.get(planner) if entry else None
     return Techniques.parse(own) if own else PLANNER_DEFAULTS.get(planner, Techniques())
-
-
-@functools.lru_cache(maxsize=16)
-def _model_defaults(model: str) -> dict[str, str]:
-    from localagent.llm.catalog import load_catalog
-
-    try:
-        entry = load_catalog().entries.get(model)
-    except UsageError:
-        return {}
-    return dict(entry.techniques) if entry else {}
 
 
 @dataclass(frozen=True)
