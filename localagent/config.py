@@ -314,6 +314,15 @@ SETTINGS: tuple[SettingDef, ...] = (
         lambda _: None,
     ),
     SettingDef(
+        "drafts",
+        "LOCALAGENT_DRAFTS",
+        "in greedy calls under a grammar, draft tokens from the prompt (prompt-lookup "
+        "decoding: what followed the last few tokens where they occurred before) and let "
+        "the model check a whole draft in one batch (localagent/llm/speculative.py)",
+        _bool,
+        lambda _: True,
+    ),
+    SettingDef(
         "prompt_cache_bytes",
         "LOCALAGENT_PROMPT_CACHE_BYTES",
         "size cap of the prompt cache in bytes; the least recently used states go first",

@@ -25,6 +25,7 @@ def llm():
 
     model = load_llm("qwen2.5-coder-0.5b-instruct", n_threads=1)
     model.set_prompt_cache(None)  # every completion here starts from llama.cpp's own state
+    model.drafts = False  # fast-forward alone (drafting: test_speculative.py)
     yield model
     model.close()
 
@@ -85,6 +86,7 @@ def smollm2():
     model = load_llm("smollm2-135m-instruct", n_threads=1)
     model.set_prompt_cache(None)
     model.fast_forward = True
+    model.drafts = False
     yield model
     model.close()
 

@@ -255,6 +255,7 @@ class ConstrainedProcessor:
         self._matcher = matcher
         self._eos = list(eos_ids or [])
         self._blocked = blocked if blocked is not None else np.zeros(0, dtype=np.int64)
+        self._blocked_set = frozenset(int(i) for i in self._blocked)
         self._vocab_size = vocab_size
         self.constraint = constraint
         self._bitmask = np.full((vocab_size + 31) // 32, -1, dtype=np.int32)
@@ -297,6 +298,28 @@ class ConstrainedProcessor:
                 raise ConstraintError(f"generated token rejected by the grammar: "
                                       f"{self._matcher.get_error()}")
             self._consumed += len(tokens)
+        return self._masked(scores)
+
+    def greedy(self, scores: np.ndarray) -> int:
+        """The token greedy decoding writes after the tokens fed so far: the argmax of
+        `scores` under the mask (`speculative.py` reads logits rows itself)."""
+        self.calls += 1
+        start = time.perf_counter()
+        try:
+            return int(np.argmax(self._masked(scores)))
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def admitted(self, tokens: list[int]) -> int:
+        """How many of `tokens`, from the first, the grammar admits next without feeding
+        them; an end-of-generation or blocked token ends the run."""
+        n = int(self._matcher.validate_tokens(tokens)) if tokens else 0
+        for i, token in enumerate(tokens[:n]):
+            if token in self._eos or token in self._blocked_set:
+                return i
+        return n
+
+    def _masked(self, scores: np.ndarray) -> np.ndarray:
         if self._matcher.is_error():
             raise ConstraintError(f"grammar matcher failed: {self._matcher.get_error()}")
         n = min(len(scores), self._vocab_size)

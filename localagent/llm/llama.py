@@ -67,6 +67,7 @@ class LlamaCppLLM(LLM):
         entry: CatalogEntry | None = None,
         prompt_cache: PromptCache | bool | None = None,
         fast_forward: bool | None = None,
+        drafts: bool | None = None,
     ) -> None:
         """`prompt_cache`: a `PromptCache`, False for none, None for the settings'
         (`prompt_cache`, `prompt_cache_bytes`; on by default, under `$LOCALAGENT_HOME`).
@@ -104,6 +105,12 @@ class LlamaCppLLM(LLM):
 
             fast_forward = load_settings().value("fast_forward")
         self.fast_forward: bool | None = fast_forward
+        if drafts is None:
+            from localagent.config import load_settings
+
+            drafts = load_settings().value("drafts")
+        self.drafts = drafts
+        self.draft_stats: list[Any] = []  # every drafted generation's `Drafted`, in order
 
     @property
     def llama(self) -> llama_cpp.Llama:
@@ -203,7 +210,9 @@ class LlamaCppLLM(LLM):
             start = time.perf_counter()
             loaded, evaluated = self._use_prompt_cache(tokens)
             self._eval_sizes.clear()
-            if processor is not None and self._fast_forward(constraint, kwargs["temperature"]):
+            if processor is not None and self._drafts(kwargs["temperature"]):
+                text, n_completion, finish = self._generate_drafted(tokens, processor, kwargs)
+            elif processor is not None and self._fast_forward(constraint, kwargs["temperature"]):
                 text, n_completion, finish = self._generate_forced(tokens, processor, kwargs)
             else:
                 text, n_completion, finish = _read_completion(
@@ -274,6 +283,21 @@ class LlamaCppLLM(LLM):
                        temperature=kwargs["temperature"], seed=kwargs["seed"],
                        stop=kwargs["stop"], stopping=stopping[0] if stopping else None)
         return out.text, out.tokens, out.finish_reason
+
+    def _generate_drafted(self, tokens: list[int], processor: Any,
+                          kwargs: dict[str, Any]) -> tuple[str, int, str]:
+        from localagent.llm.speculative import generate_drafted
+
+        stopping = kwargs.get("stopping_criteria")
+        out = generate_drafted(self._llama, tokens, processor, max_tokens=kwargs["max_tokens"],
+                               stop=kwargs["stop"], stopping=stopping[0] if stopping else None)
+        self.draft_stats.append(out)
+        return out.text, out.tokens, out.finish_reason
+
+    def _drafts(self, temperature: float) -> bool:
+        """Whether this call drafts from the prompt (`speculative.py`): greedy calls only,
+        where the `drafts` setting allows."""
+        return bool(self.drafts) and temperature == 0
 
     def _open_prompt_cache(self) -> PromptCache | None:
         choice = self._cache_choice
