@@ -3,6 +3,7 @@ cache, warm in-process; plus the model's raw llama.cpp speed (issue 22).
 
 Usage: python scripts/bench_latency.py [--threads N] [--modes cold,disk,other,warm,raw]
                                        [--goals N] [--out results.jsonl]
+       python scripts/bench_latency.py --modes drafts [--models a,b]
 
 Goals: the README's invoice goal (`--examples`, tree planner) and five goals of
 benchmarks/suites/generalisation.yaml (one per category, over the suite's plugins), each
@@ -20,6 +21,12 @@ run as a user runs it: `localagent run GOAL --json` with the default filter.
   reused), generation tokens/s without any logits processor, and under the tree grammar
   both token by token and with fast-forward (forced tokens evaluated in one batch); the
   ratios are constrained / unconstrained tokens per second.
+
+- drafts (issue 45): for each catalog model (`--models`, default both), one process, the
+  README tour's goal of each planner (tree: the invoice goal; tools: the run command's
+  goal), each run warm after the warm-up goal with the same planner, without and with
+  drafts from the prompt (`llm/speculative.py`): seconds, tokens, draft tokens accepted;
+  then tokens/s under the tree grammar token by token, with fast-forward, and with drafts.
 
 The tool index lives in one folder for every run (built once before the runs), so a cold
 run's seconds are not an index build. Seconds on a shared machine move with its load:
@@ -49,7 +56,11 @@ SUITE_IDS = ("lookup-pages-salt-road", "arithmetic-population-norway-chile",
              "chain-department-of-atlas-driver", "conditional-more-points-wolves-otters",
              "list-books-by-okafor")
 SUITE_WARMUP = "lookup-capital-kenya"
-MODES = ("cold", "disk", "other", "warm", "raw")
+MODES = ("cold", "disk", "other", "warm", "raw", "drafts")
+MODELS = ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct")
+TOUR = (("tree", INVOICE), ("sequential", "Get the invoice amount of company D."),
+        ("react", "What is the invoice amount of company B plus 15?"),
+        ("tools", "What is 100 EUR in USD?"))  # README's tour; tools: its run command
 
 
 @dataclass(frozen=True)
@@ -219,6 +230,86 @@ def raw_speed(llm: Any, agent: Any) -> dict[str, Any]:
             "ratio_constrained_unconstrained": round(bound / free, 2)}
 
 
+def draft_rows(rows: list[dict[str, Any]], models: list[str], threads: int) -> None:
+    """Each tour goal warm, without then with drafts, per model; then tokens/s under the
+    tree grammar three ways."""
+    from localagent.agent import Agent
+    from localagent.llm import load_llm
+
+    for name in models:
+        llm = load_llm(name, n_threads=threads)
+        llm.set_prompt_cache(None)  # type: ignore[attr-defined]
+        agent = Agent(llm, examples=True)
+        for planner, goal in TOUR:
+            for drafts in (False, True):
+                llm.drafts = drafts  # type: ignore[attr-defined]
+                agent.run(INVOICE_WARMUP, planner=planner)
+                llm.draft_stats.clear()  # type: ignore[attr-defined]
+                start = time.perf_counter()
+                result = agent.run(goal, planner=planner)
+                seconds = time.perf_counter() - start
+                u = result.to_dict().get("usage") or {}
+                stats = llm.draft_stats  # type: ignore[attr-defined]
+                rows.append({"mode": "drafts", "model": name, "planner": planner,
+                             "drafts": drafts, "seconds": round(seconds, 2),
+                             "generated": u.get("completion_tokens", 0),
+                             "evaluated": u.get("prompt_tokens_evaluated", 0),
+                             "drafted": sum(d.drafted for d in stats),
+                             "accepted": sum(d.accepted for d in stats),
+                             "answer": result.answer})
+        rows.append({"mode": "plan-speed", "model": name, **plan_speed(llm, agent)})
+        llm.close()
+
+
+def plan_speed(llm: Any, agent: Any) -> dict[str, Any]:
+    """Median tokens/s of three greedy tree plans for the invoice goal (its prompt cached):
+    token by token, with fast-forward, with drafts; the same text each way."""
+    from localagent.planners.tree import TreePlanner
+
+    planner = TreePlanner(agent.llm, agent.tools_for(INVOICE), agent.settings)
+    tools = planner.tools_for(INVOICE)
+    prompt = llm.format_chat(planner.messages(INVOICE, tools))
+    constraint = planner.constraint(tools, INVOICE)
+    out: dict[str, Any] = {}
+    texts = set()
+    for label, ff, drafts in (("stepwise", False, False), ("fast_forward", True, False),
+                              ("drafts", True, True)):
+        llm.fast_forward, llm.drafts = ff, drafts
+        llm.complete(prompt, max_tokens=200, constraint=constraint)
+        runs = [llm.complete(prompt, max_tokens=200, constraint=constraint)
+                for _ in range(3)]
+        texts.update(r.text for r in runs)
+        out[label] = round(sorted(r.usage.completion_tokens / r.usage.seconds
+                                  for r in runs)[1], 1)
+    llm.fast_forward, llm.drafts = None, True
+    out["ratio_drafts_stepwise"] = round(out["drafts"] / out["stepwise"], 2)
+    out["same_text"] = len(texts) == 1
+    return out
+
+
+def print_drafts(rows: list[dict[str, Any]]) -> None:
+    pairs: dict[tuple[str, str], dict[bool, dict[str, Any]]] = {}
+    for r in rows:
+        if r["mode"] == "drafts":
+            pairs.setdefault((r["model"], r["planner"]), {})[r["drafts"]] = r
+    if pairs:
+        print(f"{'model':30} {'planner':10} {'plain s':>7} {'drafts s':>8} {'ratio':>5} "
+              f"{'tokens':>6} {'accepted':>14}  same answer")
+    for (model, planner), by in pairs.items():
+        off, on = by.get(False), by.get(True)
+        if not (off and on):
+            continue
+        rate = f"{on['accepted']}/{on['drafted']}"
+        print(f"{model:30} {planner:10} {off['seconds']:7.2f} {on['seconds']:8.2f} "
+              f"{off['seconds'] / max(on['seconds'], 1e-9):5.2f} {on['generated']:6} "
+              f"{rate:>14}  {'yes' if off['answer'] == on['answer'] else 'NO'}")
+    for r in rows:
+        if r["mode"] == "plan-speed":
+            print(f"{r['model']}: tree plan tokens/s token by token {r['stepwise']}, "
+                  f"fast-forward {r['fast_forward']}, drafts {r['drafts']} (ratio "
+                  f"{r['ratio_drafts_stepwise']}; same text: {r['same_text']})")
+
+
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(f"{'mode':11} {'goal':40} {'prompt':>6} {'eval':>6} {'reused':>6} {'disk':>6} "
           f"{'gen':>4} {'llm s':>6} {'run s':>6} {'wall s':>6}  ok")
@@ -249,13 +340,19 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, from {', '.join(MODES)}")
     parser.add_argument("--goals", type=int, default=6, help="the first N goals (1..6)")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON lines here")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="drafts mode: comma-separated catalog names or .gguf paths")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if unknown or not 1 <= args.goals <= 6:
         parser.error(f"unknown mode(s) {', '.join(unknown)}" if unknown else "--goals: 1..6")
-    all_goals, warmups, suite = goals(args.goals)
     rows = Rows(args.out)
+    if modes == ["drafts"]:
+        draft_rows(rows, [m for m in args.models.split(",") if m], args.threads)
+        print_drafts(rows)
+        return 0
+    all_goals, warmups, suite = goals(args.goals)
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         work = Path(tmp)
         index = work / "index"
@@ -281,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"threads {args.threads}, load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs at the end")
     print_table(rows)
+    if "drafts" in modes:
+        draft_rows(rows, [m for m in args.models.split(",") if m], args.threads)
+        print_drafts(rows)
     return 0
 
 
@@ -296,7 +396,6 @@ class Rows(list[dict[str, Any]]):
         if self.out is not None:
             with open(self.out, "a", encoding="utf-8") as f:
                 f.write(json.dumps(item) + "\n")
-
 
 
 if __name__ == "__main__":
