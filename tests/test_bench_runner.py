@@ -74,6 +74,12 @@ def test_plan_runs_every_combination_once(suite: Suite) -> None:
     assert tools[0].key.endswith("|grounded+decline")
     sequential = plan_runs(suite, ["sequential"], ["m1"], [True], ["auto"], 1)
     assert sequential[0].key.endswith("|mentions+distinct+typed+backrefs")
+    # a catalog model with defaults of its own runs those (models/catalog.toml)
+    from localagent.planners.techniques import default_techniques
+
+    small = "qwen2.5-coder-0.5b-instruct"
+    own = plan_runs(suite, ["tools"], [small], [True], ["auto"], 1)
+    assert own[0].techniques == default_techniques("tools", small) != tools[0].techniques
     with pytest.raises(UsageError, match="unknown planner"):
         plan_runs(suite, ["magic"], ["m1"], [True], ["auto"], 1)
     with pytest.raises(UsageError, match="--repeat"):

@@ -39,22 +39,31 @@ def default_llm():
     model.close()
 
 
-def _outputs(llm, planner: str, goal: str, drafts: bool) -> tuple[list[str], object]:
+@pytest.fixture(scope="module")
+def agent(default_llm):
+    """One Agent over the bundled examples, its model calls recorded."""
     from localagent.agent import Agent
     from localagent.llm.recording import RecordingLLM
 
-    llm.drafts = drafts
-    llm.reset_cache()
-    recording = RecordingLLM(llm)
-    result = Agent(recording, examples=True).run(goal, planner=planner)
+    recording = RecordingLLM(default_llm)
+    return recording, Agent(recording, examples=True)
+
+
+def _outputs(agent, planner: str, goal: str, drafts: bool) -> tuple[list[str], object]:
+    recording, runner = agent
+    recording.inner.drafts = drafts
+    recording.inner.reset_cache()
+    recording.take()
+    result = runner.run(goal, planner=planner)
     return [e.output for e in recording.take()], result.answer
 
 
 @pytest.mark.parametrize(("planner", "goal"), GOALS)
-def test_every_planner_writes_the_same_text_with_drafts(default_llm, planner, goal) -> None:
-    plain, plain_answer = _outputs(default_llm, planner, goal, drafts=False)
+def test_every_planner_writes_the_same_text_with_drafts(default_llm, agent, planner,
+                                                        goal) -> None:
+    plain, plain_answer = _outputs(agent, planner, goal, drafts=False)
     default_llm.draft_stats.clear()
-    drafted, answer = _outputs(default_llm, planner, goal, drafts=True)
+    drafted, answer = _outputs(agent, planner, goal, drafts=True)
     assert drafted == plain
     assert answer == plain_answer
     stats = default_llm.draft_stats

@@ -130,7 +130,7 @@ def _scenario_jobs(part: Part, models: Sequence[str], variants: Sequence[Techniq
         for variant in variants:
             for scenario in scenarios():
                 for planner in scenario.planners:
-                    tech = resolve(variant, planner)
+                    tech = resolve(variant, planner, model)
                     for seed in range(part.size):
                         key = f"{scenario.name}|{planner}|{model}|{tech.label}|{seed}"
                         jobs.append(Job(part.name, key, _scenario_maker(

@@ -163,7 +163,7 @@ def plan_runs(
                         for r in range(repeat):
                             for task in suite.tasks:
                                 spec = RunSpec(task, planner, model, constrain, mode, r,
-                                               resolve(tech, planner))
+                                               resolve(tech, planner, model))
                                 specs.setdefault(spec.key, spec)  # auto and none coincide
     return list(specs.values())
 

@@ -73,7 +73,7 @@ def plan_external(benchmarks: Sequence[str], planners: Sequence[str], models: Se
         for b, c in cases:  # case-major: the raw baseline and every planner of one case
             for planner in planners:  # run one after another, sharing the prompt prefix
                 for variant in ([None] if planner == RAW else variants):
-                    tech = None if planner == RAW else resolve(variant, planner)
+                    tech = None if planner == RAW else resolve(variant, planner, model)
                     runs.append(ExternalRun(b, c, planner, model, tech))
     return list({r.key: r for r in runs}.values())
 
