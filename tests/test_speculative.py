@@ -50,9 +50,11 @@ def agent(default_llm):
 
 
 def _outputs(agent, planner: str, goal: str, drafts: bool) -> tuple[list[str], object]:
+    """The model's outputs and the answer of one run. The KV cache is kept: the second
+    run reuses the prompt the first evaluated (a cold tools prompt costs ~40 s here), and
+    a drafted call's cache is checked against a cold one below."""
     recording, runner = agent
     recording.inner.drafts = drafts
-    recording.inner.reset_cache()
     recording.take()
     result = runner.run(goal, planner=planner)
     return [e.output for e in recording.take()], result.answer
