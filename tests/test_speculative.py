@@ -115,4 +115,4 @@ def test_sampled_calls_never_draft(default_llm) -> None:
     c = default_llm.complete(prompt, constraint=G.tree_plan(tools), max_tokens=200,
                              temperature=0.8, seed=3)
     G.parse_tree(G.ensure_complete(c), tools)
-    assert default_llm.draft_stats == []
+    assert not default_llm.draft_stats

@@ -19,6 +19,7 @@ generation exactly as without it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import time
@@ -110,7 +111,8 @@ class LlamaCppLLM(LLM):
 
             drafts = load_settings().value("drafts")
         self.drafts = drafts
-        self.draft_stats: list[Any] = []  # every drafted generation's `Drafted`, in order
+        # the latest drafted generations' `Drafted`, in order (bounded: a server runs long)
+        self.draft_stats: collections.deque[Any] = collections.deque(maxlen=1000)
 
     @property
     def llama(self) -> llama_cpp.Llama:
