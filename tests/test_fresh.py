@@ -13,7 +13,7 @@ from localagent.executor import Executor
 from localagent.grammar.parse import ToolCall
 from localagent.llm import ScriptedLLM
 from localagent.planners.base import PlannerSettings
-from localagent.planners.fresh import fresh_calls
+from localagent.planners.fresh import fresh_calls, fresh_first_turn
 from localagent.planners.techniques import Techniques
 from localagent.planners.tool_calling import ANSWER_ONLY, ToolCallingPlanner
 from localagent.tools import RecordingStub, schema_tool
@@ -83,6 +83,32 @@ def test_only_the_calls_that_bring_something_run() -> None:
     goal = "Sides 5, 4 and 3; also a circle of radius 7."
     new, old = ToolCall("circle", {"radius": 7}), ToolCall("circle", {"radius": 5})
     assert fresh_calls([old, new], goal, [TRIANGLE]) == (new,)
+
+
+@pytest.mark.parametrize("goal", [
+    "Play Taylor Swift for 20 minutes and Maroon 5 for 15 minutes.",
+    "Spiele 20 Minuten Taylor Swift und 15 Minuten Maroon 5.",
+    "Taylor Swiftを20分、Maroon 5を15分再生して。",
+])
+def test_each_part_of_a_goal_in_several_parts_gets_its_first_turn_call(goal: str) -> None:
+    calls = [ToolCall("spotify.play", {"artist": "Taylor Swift", "duration": 20}),
+             ToolCall("spotify.play", {"artist": "Maroon 5", "duration": 15})]
+    assert fresh_first_turn(calls, goal) == tuple(calls)
+
+
+@pytest.mark.parametrize("goal", [
+    "Check the price of tomatoes and lettuce at the Whole Foods in Los Angeles.",
+    "Consulta el precio de tomates y lechuga en el Whole Foods de Los Angeles.",
+])
+def test_a_first_turn_call_on_reused_or_unstated_values_is_dropped(goal: str) -> None:
+    """The first call is the model's; the second passes Los Angeles again under another
+    name and a city the goal never names."""
+    first = ToolCall("whole_foods.check_price", {"location": "Los Angeles",
+                                                 "items": ["tomatoes", "lettuce"]})
+    extra = ToolCall("calculate_shortest_distance", {"start_location": "Los Angeles",
+                                                     "end_location": "San Francisco"})
+    assert fresh_first_turn([first, extra], goal) == (first,)
+    assert fresh_first_turn([first, first], goal) == (first,)  # a repeat in one turn
 
 
 def _tc(name: str, **args: object) -> str:

@@ -1,4 +1,4 @@
-"""The `fresh` technique: after the first turn, a call must bring something new.
+"""The `fresh` technique: a call after the first must bring something new.
 
 A later turn of a tool-calling loop is there to build on what the calls returned or to
 reach a part of the goal no call has reached yet. So a call there carries a value that a
@@ -18,6 +18,15 @@ Why: after a result it cannot use (a lookup whose value says nothing to it), the
 values it makes up (BFCL `multiple`: `triangle_properties.get(5, 4, 3)`, then
 `circle_properties.get(radius=5)`; `math.hcf(36, 24)`, then
 `music_generator.generate_scale_progression(key="C", tempo=120)`), 28 of 48 cases.
+
+The first turn is held to the same rule from its second call on (`fresh_first_turn`): a
+question in several parts gets one call per part, each passing values of its own part
+(BFCL `parallel`: "Taylor Swift for 20 minutes and Maroon 5 for 15"), while a second call
+that passes only values the first one passed, or values the goal never states, was added
+after the part the goal asks (BFCL `multiple`, the model writing its calls in the chat
+template's tags: `whole_foods.check_price(location="Los Angeles", ...)`, then
+`calculate_shortest_distance(start_location="Los Angeles", end_location="San Francisco")`
+for a goal naming Los Angeles only).
 
 Values are compared as `stated.value_stated` reads them (numbers by value, also in
 digits inside text; strings by mention, any script; one or two characters as a whole token
@@ -105,9 +114,21 @@ def brings_something(call: ToolCall, text: str, used: Used, numbers: Sequence[fl
 
 def fresh_calls(calls: Sequence[ToolCall], text: str, earlier: Iterable[ToolCall],
                 shown: str = "") -> tuple[ToolCall, ...]:
-    """The calls of a later turn that bring something (`brings_something`), in order.
-    `text`: the goal and everything seen so far; `shown`: the results alone."""
-    used, numbers = Used.of(earlier), written_numbers(text)
+    """The calls that bring something (`brings_something`), in order, each judged against
+    `earlier` and the calls kept before it in the same turn. `text`: the goal and
+    everything seen so far; `shown`: the results alone."""
+    before, numbers = list(earlier), written_numbers(text)
     shown_numbers = written_numbers(shown)
-    return tuple(c for c in calls
-                 if brings_something(c, text, used, numbers, shown, shown_numbers))
+    kept: list[ToolCall] = []
+    for call in calls:
+        if brings_something(call, text, Used.of([*before, *kept]), numbers, shown,
+                            shown_numbers):
+            kept.append(call)
+    return tuple(kept)
+
+
+def fresh_first_turn(calls: Sequence[ToolCall], goal: str) -> tuple[ToolCall, ...]:
+    """The first turn's calls that run: the first, as the model chose it, and each later
+    one that brings something the calls before it did not (`fresh_calls`: a value the
+    goal states that no earlier call of the turn passed, or passed under the same name)."""
+    return tuple(calls[:1]) + fresh_calls(calls[1:], goal, calls[:1])

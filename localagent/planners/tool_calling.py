@@ -50,7 +50,7 @@ from localagent.planners.base import (
 )
 from localagent.planners.coverage import Coverage
 from localagent.planners.decline import Thresholds, calls_invented, first_turn, probe
-from localagent.planners.fresh import fresh_calls
+from localagent.planners.fresh import fresh_calls, fresh_first_turn
 from localagent.planners.grounding import answer_choice, observed_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
@@ -255,13 +255,18 @@ class ToolCallingPlanner:
             turn.calls, _goal_and_results(loop.goal, loop.observed), self.tools))
 
     def _fresh(self, turn: ToolCallTurn, loop: _Loop, last: bool) -> ToolCallTurn:
-        """With `fresh`, on a later turn: the calls that bring something new
+        """With `fresh`: on the first turn, its first call and each later one that brings
+        something the calls before it did not (`fresh.fresh_first_turn`); on a later turn,
+        the calls that bring something new
         (`fresh.fresh_calls`; a value an error message names counts, for a retry); where
         none does, the turn written again as the last one (an answer; grounded: restating
         an observed value)."""
         out = loop.out
-        if not (self.techniques.fresh and out.turns and turn.calls and not last):
+        if not (self.techniques.fresh and turn.calls and not last):
             return turn
+        if not out.turns:
+            kept = fresh_first_turn(turn.calls, loop.goal)
+            return turn if len(kept) == len(turn.calls) else ToolCallTurn(calls=kept)
         records = [c for t in out.turns for c in t.calls]
         earlier = [ToolCall(function=c["function"], args=c["args"]) for c in records]
         errors = [c["error"] for c in records if c["error"]]  # a retry may take a value
