@@ -2,12 +2,14 @@
 """Calibrate the `decline` thresholds of one model and store them in its catalog entry.
 
 For each goal (BFCL's development categories: `irrelevance` must be declined, the others
-answered), the tools planner's first turn is made as it would be with `decline` on: the
+answered), the tools planner's first turn is made as it would be with `decline` on (the
+model's default techniques, or `--techniques`): the
 probe's P(call) (`decline.call_probability`) and the first constrained turn, whose calls
 give the stated share (`stated.stated_share`). Every (below, stated_below, sure) on a grid
 is then scored offline: the best loses at most `--max-lost` answerable goals (never be
 worse than the model alone), and among those declines the most irrelevant ones; ties go
-to the threshold that declines less. The balanced score (the share right on each side,
+to the lowest `sure`, then the lowest `below` and `stated_below` (a rule the data do not
+need stays off). The balanced score (the share right on each side,
 averaged) is printed beside it. `--write` stores the best in `models/catalog.toml` (`decline = {...}` in the
 model's entry), where `decline.Thresholds.of` reads it.
 
@@ -24,7 +26,7 @@ import argparse
 import itertools
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from localagent.bench.external import bfcl
@@ -37,7 +39,7 @@ from localagent.paths import REPO_DIR
 from localagent.planners.base import GenerationLog, PlannerSettings
 from localagent.planners.decline import Thresholds, call_probability, first_turn
 from localagent.planners.stated import stated_share
-from localagent.planners.techniques import Techniques
+from localagent.planners.techniques import Techniques, parse_spec, resolve
 from localagent.planners.tool_calling import ToolCallingPlanner
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -54,16 +56,19 @@ class Reading:
     share: float | None  # None: the first turn called nothing, or its calls need no value
 
 
-def read(llm, case, instruct: bool) -> Reading:
+def read(llm, case, techniques: Techniques) -> Reading:
+    """The probe and the first constrained turn of `case`, made as the tools planner with
+    `techniques` makes them (with `decline` they run before anything else anyway)."""
     registry, _ = registry_for(case.openai_tools())
     tools = registry.specs()
-    settings = PlannerSettings(techniques=Techniques.plain())
+    settings = PlannerSettings(techniques=replace(techniques, decline=False))
     planner = ToolCallingPlanner(llm, tools, settings)
-    messages = first_turn(case.goal, instruct)
+    messages = first_turn(case.goal, techniques.instruct)
     log = GenerationLog()
     p_call = call_probability(llm, messages, planner.schemas, log)
     try:
-        turn = planner.next_turn(messages, last=False, log=log)
+        turn = planner.next_turn(messages, last=False, log=log,  # grounded: must call
+                                 answers=[] if techniques.grounded else None)
         share = stated_share(turn.calls, case.goal, tools) if turn.calls else None
     except Exception:  # noqa: BLE001 - no valid first turn: nothing to share
         share = None
@@ -109,9 +114,9 @@ def main() -> int:
     parser.add_argument("--per-category", type=int, default=16)
     parser.add_argument("--categories", default=",".join(CATEGORIES))
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--no-instruct", action="store_true",
-                        help="probe without the planner's system text (techniques without "
-                             "`instruct`)")
+    parser.add_argument("--techniques", default="default",
+                        help="the tools planner's techniques whose first turn is read "
+                             "(default: the model's own default)")
     parser.add_argument("--replay", type=Path,
                         default=REPO_DIR / "results" / "calibrate-decline" / "replay.sqlite")
     parser.add_argument("--max-lost", type=int, default=0,
@@ -120,10 +125,11 @@ def main() -> int:
                         help="store the best thresholds in the model's catalog entry")
     args = parser.parse_args()
     cases = bfcl.load_cases(fetch(BFCL, None), args.categories.split(","), args.per_category)
+    techniques = resolve(parse_spec(args.techniques), "tools", args.model)
     llm = ReplayLLM(load_llm(args.model, n_threads=args.threads), ReplayStore(args.replay))
     readings = []
     for i, case in enumerate(cases, 1):
-        readings.append(read(llm, case, not args.no_instruct))
+        readings.append(read(llm, case, techniques))
         r = readings[-1]
         print(f"{i}/{len(cases)} {r.case}: P(call) {r.p_call:.2f}, stated "
               f"{'-' if r.share is None else f'{r.share:.2f}'}", flush=True)
@@ -133,7 +139,9 @@ def main() -> int:
     def rank(t: Thresholds) -> tuple[bool, int, int, float, float, float]:
         _, declined, _, kept, answerable = score(readings, t)
         lost = answerable - kept
-        return (lost > args.max_lost, -declined, lost, t.below, t.stated_below, t.sure)
+        # on a tie, the certainty rule (`sure`) as weak as the data allow, then the
+        # lower thresholds: a rule the data do not need stays off
+        return (lost > args.max_lost, -declined, lost, t.sure, t.below, t.stated_below)
 
     ranked = sorted(grid, key=rank)
     print(f"\nmodel calls: {llm.stats.replayed} of {llm.stats.total} replayed")

@@ -1,6 +1,6 @@
-"""The `fresh` technique: after the first turn of the tool-calling loop, a call must pass a
-value that a result shows or that the goal states and no earlier call passed; a turn with
-none is written again as the last one (an answer). Values are read from characters and
+"""The `fresh` technique: after the first call of the tool-calling loop, a call must pass a
+value that a result shows or that the goal states and no earlier call passed; a later turn
+with none is written again as the last one (an answer). Values are read from characters and
 numbers only, so the rule holds in every language."""
 
 from __future__ import annotations
@@ -161,9 +161,8 @@ def _text(value: object) -> str:
 
 def test_real_model_later_calls_bring_something_new(default_llm) -> None:
     """On the default 1.5B model (the 0.5B makes no second call here, so it would test
-    nothing), the default tool-calling loop with `fresh`: whatever it
-    calls after the first turn passes a value the goal or a result states that no earlier
-    call passed. The results are placeholders that answer nothing (BFCL's situation), so
+    nothing), the tool-calling loop with `fresh`: whatever it calls after the first call
+    passes a value the goal or a result states that no earlier call passed. The results are placeholders that answer nothing (BFCL's situation), so
     the model is tempted to call the other function with the values it already used."""
     registry = ToolRegistry()
     stub = RecordingStub()
@@ -173,8 +172,7 @@ def test_real_model_later_calls_bring_something_new(default_llm) -> None:
             "name": name, "description": f"Area and perimeter ({', '.join(props)}).",
             "parameters": {"type": "object", "required": props,
                            "properties": {p: {"type": "number"} for p in props}}}}, stub))
-    settings = PlannerSettings(techniques=Techniques.parse(
-        "grounded+decline+native+values+fresh"))
+    settings = PlannerSettings(techniques=Techniques.parse("grounded+decline+fresh+tags"))
     goal = "Find the area and perimeter of a triangle whose sides are 5, 4 and 3 units."
     out = ToolCallingPlanner(default_llm, registry.specs(), settings).run(
         goal, Executor(registry), max_iterations=4)
@@ -183,6 +181,7 @@ def test_real_model_later_calls_bring_something_new(default_llm) -> None:
     seen: list[ToolCall] = [ToolCall(c["function"], c["args"]) for c in turns[0].calls] \
         if turns else []
     results = [_text(c["result"]) for c in turns[0].calls] if turns else []
+    assert fresh_first_turn(seen, goal) == tuple(seen), [c.args for c in made]
     for t in turns[1:]:
         calls = [ToolCall(c["function"], c["args"]) for c in t.calls]
         text = "\n".join([goal, *results])

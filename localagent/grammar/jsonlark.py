@@ -32,7 +32,7 @@ class Bounds:
     max_string: int = 120  # characters of a JSON string that has no smaller maxLength
     max_digits: int = 15  # integer digits of a number
     max_fraction: int = 6  # digits after the decimal point
-    max_items: int = 8  # items of an array that has no smaller maxItems
+    max_items: int = 32  # items of an array that has no smaller maxItems (BFCL: lists of 12)
     max_props: int = 6  # keys of a free-form object
     max_depth: int = 3  # nesting of free-form JSON values and recursive $refs
     max_text: int = 160  # characters of free text (thought, reasoning, answers)
