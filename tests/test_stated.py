@@ -56,6 +56,11 @@ def _stated(value: object, goal: str) -> bool:
     ("Living room", "Which paint color is most popular for living rooms?"),
     ("2021-01-01", "filed after January 1, 2021"),
     ("2021-01-01", "presentadas después del 1 de enero de 2021"),
+    # composed in the tool's format, mostly of what the goal names
+    ("Berkeley, CA", "I'm thinking about finding a salon in Berkeley"),
+    ("Berkeley, CA", "Busco una peluquería en Berkeley."),
+    ("track:Dil Nu artist:Maninder Buttar", "Play 'Dil Nu' by Maninder Buttar."),
+    ("東京都, JP", "東京都の天気は？"),
     (True, "anything at all"),
     (None, "anything at all"),
 ])
@@ -69,6 +74,8 @@ def test_values_the_goal_writes_count_as_stated_in_any_language(value: object,
     ("2023-04-15", "Who plays cricket today?"),
     (100, "The price after a 25% discount and 10% tax?"),
     ("oogle", "Lawsuits against Google?"),  # the inside of a word is not a value
+    ("French Cuisine", "Which place in Paris is the most famous?"),
+    ("CA/Berkeley", "Can you find a salon in Berk?"),  # "CA" only as a whole token
     (7, "这段路有250公里。"),
 ])
 def test_values_the_goal_does_not_write_are_not_stated(value: object, goal: str) -> None:

@@ -17,7 +17,10 @@ A value counts as stated when:
 - it is a string the goal names, perhaps with an ending (`mentions.first_mention`,
   `inflected`: characters, any script; "living rooms" states "Living room"), or a string
   holding numbers that the goal all states (a date written another way: "2021-01-01" for
-  "January 1, 2021");
+  "January 1, 2021"), or a string composed of runs of letters or digits whose runs the
+  goal names hold more than half its letters and digits (a value in the format the tool
+  asks for: "Berkeley, CA" for "in Berkeley", "track:Dil Nu artist:Maninder Buttar" for
+  "'Dil Nu' by Maninder Buttar"; not "America/New_York" for "in New York");
 - it is a number the goal writes in digits, also next to letters ("440Hz", "2nd", "250公里",
   "12,000"), or a hundredth of one (a percentage: 0.03 for "3%");
 - it is a boolean, null or one of the argument's enum values: chosen from the schema, so
@@ -38,10 +41,12 @@ from typing import Any
 
 from localagent.grammar.parse import ToolCall
 from localagent.grammar.types import DECLARED
+from localagent.planners.coverage import SHORT, named_at
 from localagent.planners.mentions import first_mention
 from localagent.tools.spec import ToolSpec
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_RUN = re.compile(r"[^\W_]+")  # letters or digits, any script
 _NUMBER = re.compile(r"(?<!\d)-?\d+(?:[.,]\d+)*")  # "2021-01-01": 2021, 1, 1
 
 
@@ -92,7 +97,22 @@ def value_stated(value: Any, goal: str, numbers: Sequence[float],
     if not text or first_mention(text, goal, inflected=True) is not None:
         return True
     digits = [float(d) for d in _DIGITS.findall(text)]
-    return bool(digits) and all(_number_stated(d, numbers) for d in digits)
+    if digits and all(_number_stated(d, numbers) for d in digits):
+        return True
+    runs = _RUN.findall(text)
+    named = sum(len(r) for r in runs if _run_stated(r, goal, numbers))
+    return len(runs) > 1 and 2 * named > sum(len(r) for r in runs)
+
+
+def _run_stated(run: str, goal: str, numbers: Sequence[float]) -> bool:
+    """One run of letters or digits of a composed value: a number the goal writes, a run
+    of one or two Latin letters as a whole token in the same case (read loosely, "CA"
+    would be the start of any word), any other as a mention."""
+    if run.isdigit():
+        return _number_stated(float(run), numbers)
+    if len(run) <= SHORT and run.isascii():
+        return named_at(run, goal) is not None
+    return first_mention(run, goal, inflected=True) is not None
 
 
 def _choices(schema: Any) -> list[Any]:
