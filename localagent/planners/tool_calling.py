@@ -12,12 +12,14 @@ restates an observed value; on the last turn (where it must answer) a part of an
 result is written after its path (`total: 42.5`, `grounding.observed_answers`; the answer
 is the value), on the others either way; with `decline`, the
 model is first asked whether it would call one at all (`declines`). If it would answer in prose
-instead, the run ends declined ("no offered tool fits"), with no answer. With `native`
-(default), the first turn is also written freely by the model alone (`native.py`), and its
+instead, the run ends declined ("no offered tool fits"), with no answer. With `native`,
+the first turn is also written freely by the model alone (`native.py`), and its
 argument values run where it calls the same functions as the constrained turn (`agreed`).
-With `fresh`, a later turn runs only the calls that pass something new (a value a result
-shows, or one the goal states that no call passed yet, `fresh.py`); a turn with none is
-written again as the last one, which answers.
+With `tags`, a call is written only in the chat template's own tags (there the model
+writes one call per part of a goal in several parts). With `fresh`, a call after the first
+runs only where it passes something new (a value a result shows, or one the goal states
+that no call passed yet, `fresh.py`); a later turn with none is written again as the last
+one, which answers. The defaults per model: `techniques.default_techniques`.
 """
 
 from __future__ import annotations
