@@ -116,21 +116,3 @@ def test_sampled_calls_never_draft(default_llm) -> None:
                              temperature=0.8, seed=3)
     G.parse_tree(G.ensure_complete(c), tools)
     assert not default_llm.draft_stats
-
-
-def test_a_call_without_a_grammar_drafts_and_writes_the_same_text(default_llm) -> None:
-    """The raw baseline and a free first turn: greedy without a grammar drafts too, and the
-    text is plain greedy decoding's, control tokens (a call's tags) included."""
-    from localagent.tools.manual import openai_tools
-
-    tools = demo_tools()
-    prompt = default_llm.format_chat([{"role": "user", "content": GOALS[0][1]}],
-                                     tools=openai_tools(tools))
-    default_llm.drafts = False
-    plain = default_llm.complete(prompt, max_tokens=80)
-    default_llm.drafts = True
-    default_llm.draft_stats.clear()
-    drafted = default_llm.complete(prompt, max_tokens=80)
-    assert drafted.text == plain.text
-    assert drafted.usage.completion_tokens == plain.usage.completion_tokens
-    assert default_llm.draft_stats and default_llm.draft_stats[-1].accepted > 0

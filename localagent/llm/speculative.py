@@ -1,4 +1,4 @@
-"""Greedy generation with drafts from the prompt, verified in one batch.
+"""Greedy constrained generation with drafts from the prompt, verified in one batch.
 
 A plan or a tool call mostly copies: function and parameter names from the manual, values
 from the goal and from earlier results, a whole call again in a later turn. Prompt-lookup
@@ -17,9 +17,6 @@ own token, and the KV cells of the rejected drafts are dropped. Tokens the gramm
 after a written token are fed to the matcher at once (`advance`), as in `fast_forward`.
 Logits computed in a batch can differ from one-by-one logits in their last bits, so a
 greedy near-tie can flip (see `fast_forward.py`); tests compare the texts on real models.
-
-A greedy call without a grammar (the raw baseline of the benchmarks, a free first turn)
-drafts the same way, with `Unconstrained` in the processor's place.
 
 Sampled calls never use drafts: the accepted tokens would not be the draws the seed makes.
 """
@@ -62,10 +59,10 @@ class Drafted:
 
 
 def generate_drafted(llama: llama_cpp.Llama, prompt: list[int],
-                     processor: ConstrainedProcessor | Unconstrained, *, max_tokens: int,
+                     processor: ConstrainedProcessor, *, max_tokens: int,
                      stop: Sequence[str] = (), stopping: Stopping | None = None) -> Drafted:
     """Greedy generation of up to `max_tokens` tokens after `prompt` under `processor`'s
-    grammar (`Unconstrained`: none); the KV cache keeps the longest prefix shared with the previous sequence, as
+    grammar; the KV cache keeps the longest prefix shared with the previous sequence, as
     `fast_forward.generate` does."""
     start = time.perf_counter()
     _keep_common_prefix(llama, prompt)
@@ -83,8 +80,8 @@ class _Run:
     """One generation's state: the tokens written, the logits rows waiting to be read."""
 
     def __init__(self, llama: llama_cpp.Llama, prompt: list[int],
-                 processor: ConstrainedProcessor | Unconstrained, max_tokens: int,
-                 stop: Sequence[str], stopping: Stopping | None) -> None:
+                 processor: ConstrainedProcessor, max_tokens: int, stop: Sequence[str],
+                 stopping: Stopping | None) -> None:
         self.llama, self.prompt, self.processor = llama, prompt, processor
         self.max_tokens, self.stop, self.stopping = max_tokens, stop, stopping
         self._prompt_ids = np.asarray(prompt, dtype=np.intc)  # searched every round
@@ -186,31 +183,6 @@ class _Run:
     def text(self) -> str:
         text = _text(self.llama, self.out, self.prompt)
         return text if self._stop_at is None else text[:self._stop_at]
-
-
-class Unconstrained:
-    """The part of `ConstrainedProcessor` that `_Run` reads, for a greedy call without a
-    grammar (the raw baseline, a free first turn): the argmax of the logits, nothing
-    forced, a draft admitted up to its first end-of-generation token. Why not a grammar
-    that admits everything: a text grammar would mask the control tokens (`<tool_call>`)
-    that the model may write when it is free."""
-
-    stopped = False
-
-    def __init__(self, llama: llama_cpp.Llama) -> None:
-        import llama_cpp as native
-
-        vocab = llama._model.vocab
-        self._eog = lambda token: bool(native.llama_vocab_is_eog(vocab, token))
-
-    def greedy(self, scores: np.ndarray) -> int:
-        return int(np.argmax(scores))
-
-    def advance(self, token: int) -> list[int]:
-        return []
-
-    def admitted(self, tokens: list[int]) -> int:
-        return next((i for i, t in enumerate(tokens) if self._eog(t)), len(tokens))
 
 
 def lookup(ids: np.ndarray, max_ngram: int, size: int) -> list[int]:
