@@ -146,14 +146,16 @@ def test_real_model_bfcl_simple_case_raw_and_tools(small_llm, cache, bfcl_root):
 
 
 def test_real_model_tools_default_runs_the_models_own_values(small_llm, cache, bfcl_root):
-    """`native` in the tools default: BFCL's simple_python_150 asks for the return on
-    investment at "3%". Under the grammar the default model writes 3; its own free reply
-    writes 0.03, what the function takes (BFCL's answer). Both turns call `calculate_roi`,
-    so the free reply's values run (`tool_calling.agreed`)."""
+    """`native` in the 0.5B's tools default (its catalog entry): BFCL's simple_python_150
+    asks for the return on investment at "3%". Under the grammar the model writes 3; its
+    own free reply writes 0.03, what the function takes (BFCL's answer). Both turns call
+    `calculate_roi`, so the free reply's values run (`tool_calling.agreed`)."""
     case = next(c for c in bfcl.load_cases(bfcl_root, ["simple_python"], 0)
                 if c.id == "simple_python_150")
     assert "3%" in case.goal
-    record = run_external(ExternalRun("bfcl", case, "tools", "qwen", default_techniques("tools")),
+    techniques = default_techniques("tools", small_llm.info.name)
+    assert techniques.native
+    record = run_external(ExternalRun("bfcl", case, "tools", "qwen", techniques),
                           small_llm, cache)
     assert record["ok"], (record["reason"], record["calls"])
     assert record["usage"]["calls"] >= 3  # the probe, the constrained and the free turn
