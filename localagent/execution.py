@@ -29,6 +29,9 @@ class ExecutionPolicy:
     on_error: Literal["stop", "continue"] = "stop"
     max_workers: int = 8
     max_depth: int = 4
+    # tree and sequential plans: start read-only calls while the plan is generated
+    # (early_calls.py); False runs every call after the whole plan parsed
+    stream: bool = True
 
     def __post_init__(self) -> None:
         problems = [name for name, value in (("max_workers", self.max_workers),

@@ -30,7 +30,8 @@ import json
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import assert_never
@@ -52,11 +53,13 @@ from localagent.trace import (
 )
 
 if TYPE_CHECKING:
+    from localagent.early_calls import EarlyCalls
     from localagent.tools.registry import ToolRegistry
 
 __all__ = ["ExecutionPolicy", "ExecutionResult", "Executor", "OnEvent", "RunError"]
 
 OnEvent = Callable[[Event], None]
+_EARLY_ROOT = "call"  # the path of `run_call`'s call (and of a call run early)
 _GRACE = 1.0  # seconds past a call's timeout before the executor stops waiting itself
 
 
@@ -123,6 +126,8 @@ class Executor:
         self._slots: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        # calls started while their plan was generated (early_calls.py); set per plan
+        self.early: EarlyCalls | None = None
 
     def reset_budget(self) -> None:
         """Start counting calls and seconds afresh (e.g. for the next agent run)."""
@@ -162,7 +167,7 @@ class Executor:
         function or bad arguments come back as the result's error, for the model to see.
         `context` gives the values of references (`$name` -> context["name"])."""
         run = _Run(on_event, context=dict(context or {}))
-        return await self._finish(run, self._eval_call(call, "call", None, run))
+        return await self._finish(run, self._eval_call(call, _EARLY_ROOT, None, run))
 
     async def run_calls(self, calls: Sequence[Call], *, context: Mapping[str, Any] | None = None,
                         on_event: OnEvent | None = None) -> tuple[ExecutionResult, ...]:
@@ -208,11 +213,13 @@ class Executor:
     async def _steps(self, plan: SequentialPlan, run: _Run) -> Any:
         value: Any = plan.input
         for i, step in enumerate(plan.steps):
-            call = step.call
-            if INPUT not in call.args and self._has_param(call.function, INPUT):
-                call = Call(function=call.function, args={**call.args, INPUT: Ref(name=INPUT)})
+            call = self.step_call(step.call)
+            early = self.early.result_for(call, step=i) if self.early is not None else None
             try:
-                value = await self._eval_call(call, f"subtasks[{i}]", None, run)
+                if early is not None:
+                    value = await self._take_early(early, f"subtasks[{i}]", None, run)
+                else:
+                    value = await self._eval_call(call, f"subtasks[{i}]", None, run)
             except _Failed as failed:
                 if run.fatal is not None:
                     raise
@@ -223,7 +230,34 @@ class Executor:
             raise _Failed(value.error)
         return value
 
+    def step_call(self, call: Call) -> Call:
+        """A sequential step's call as it runs: a function with an `input` parameter that
+        the step does not set receives the previous output (`$input`)."""
+        if INPUT not in call.args and self._has_param(call.function, INPUT):
+            return Call(function=call.function, args={**call.args, INPUT: Ref(name=INPUT)},
+                        field=call.field)
+        return call
+
+    async def _take_early(self, started: Future[ExecutionResult], path: str,
+                          parent_id: int | None, run: _Run) -> Any:
+        """The value of a call started while its plan was generated: its events join this
+        run's trace (CallFinished `source="early"`), placed where the call sits here."""
+        result = await asyncio.wrap_future(started)
+        for event in result.events:
+            if not isinstance(event, RunFinished):
+                run.emit(_placed(event, path, parent_id))
+        run.calls += result.calls
+        if result.error is None:
+            return result.value
+        run.errors.extend(result.errors)
+        if self.policy.on_error == "stop":
+            run.stop(result.error)
+        raise _Failed(result.error)
+
     async def _eval_call(self, call: Call, path: str, parent_id: int | None, run: _Run) -> Any:
+        early = self.early.result_for(call) if self.early is not None else None
+        if early is not None:
+            return await self._take_early(early, path, parent_id, run)
         call_id = self._next_id()
         names = list(call.args)
         outcomes = await asyncio.gather(
@@ -425,6 +459,20 @@ def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
         if stop:
             run.stop(failure)
         raise _Failed(failure) from None
+
+
+def _placed(event: Event, path: str, parent_id: int | None) -> Event:
+    """An event of a call run early (as `run_call`'s "call"), placed at `path` under
+    `parent_id`; a finished call's source says it ran early."""
+    changes: dict[str, Any] = {}
+    where = getattr(event, "path", None)
+    if isinstance(where, str) and where.startswith(_EARLY_ROOT):
+        changes["path"] = path + where[len(_EARLY_ROOT):]
+    if hasattr(event, "parent_id") and event.parent_id is None:  # type: ignore[union-attr]
+        changes["parent_id"] = parent_id
+    if isinstance(event, CallFinished) and event.source == "tool":
+        changes["source"] = "early"
+    return replace(event, **changes) if changes else event  # type: ignore[type-var]
 
 
 def _serialisation_error(value: Any) -> ToolError | None:

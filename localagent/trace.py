@@ -34,11 +34,12 @@ class CallStarted:
         return _plain(self)
 
 
-Source = Literal["tool", "recorded", "dry_run", "refused"]
-"""Where a call's outcome came from: "tool", the function ran now; "recorded", a side-effect
-call that already ran in this run, answered from the run's ledger without running again;
-"dry_run", a side-effect call not run (a placeholder value); "refused", a side-effect call
-not approved (the error has kind "refused")."""
+Source = Literal["tool", "early", "recorded", "dry_run", "refused"]
+"""Where a call's outcome came from: "tool", the function ran now; "early", it ran while
+the plan was still being generated (`early_calls.py`) and the plan's run took its result;
+"recorded", a side-effect call that already ran in this run, answered from the run's
+ledger without running again; "dry_run", a side-effect call not run (a placeholder value);
+"refused", a side-effect call not approved (the error has kind "refused")."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class CallFinished:
     def from_tool(self) -> bool:
         """Whether the outcome (`result`, or an exception's message) came from running the
         function, now or earlier in the run: content to treat as data, never as orders."""
-        return self.source in ("tool", "recorded")
+        return self.source in ("tool", "early", "recorded")
 
     def to_dict(self) -> dict[str, Any]:
         return {**_plain(self), "from_tool": self.from_tool}

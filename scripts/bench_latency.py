@@ -4,6 +4,7 @@ cache, warm in-process; plus the model's raw llama.cpp speed (issue 22).
 Usage: python scripts/bench_latency.py [--threads N] [--modes cold,disk,other,warm,raw]
                                        [--goals N] [--out results.jsonl]
        python scripts/bench_latency.py --modes drafts [--models a,b]
+       python scripts/bench_latency.py --modes streaming [--models a,b] [--delay S]
 
 Goals: the README's invoice goal (`--examples`, tree planner) and five goals of
 benchmarks/suites/generalisation.yaml (one per category, over the suite's plugins), each
@@ -27,6 +28,10 @@ run as a user runs it: `localagent run GOAL --json` with the default filter.
   goal), each run warm after the warm-up goal with the same planner, without and with
   drafts from the prompt (`llm/speculative.py`): seconds, tokens, draft tokens accepted;
   then tokens/s under the tree grammar token by token, with fast-forward, and with drafts.
+- streaming (issue 45): for each catalog model, tools that each take `--delay` seconds and
+  a goal whose plan is two independent chains of two calls joined by a sum
+  (`localagent/bench/streaming.py`), tree and sequential planners, warm, three runs each
+  without and with streamed execution (`early_calls.py`): median seconds end to end.
 
 The tool index lives in one folder for every run (built once before the runs), so a cold
 run's seconds are not an index build. Seconds on a shared machine move with its load:
@@ -56,7 +61,7 @@ SUITE_IDS = ("lookup-pages-salt-road", "arithmetic-population-norway-chile",
              "chain-department-of-atlas-driver", "conditional-more-points-wolves-otters",
              "list-books-by-okafor")
 SUITE_WARMUP = "lookup-capital-kenya"
-MODES = ("cold", "disk", "other", "warm", "raw", "drafts")
+MODES = ("cold", "disk", "other", "warm", "raw", "drafts", "streaming")
 MODELS = ("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct")
 TOUR = (("tree", INVOICE), ("sequential", "Get the invoice amount of company D."),
         ("react", "What is the invoice amount of company B plus 15?"),
@@ -340,17 +345,23 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated, from {', '.join(MODES)}")
     parser.add_argument("--goals", type=int, default=6, help="the first N goals (1..6)")
     parser.add_argument("--out", type=Path, help="also write the rows as JSON lines here")
+    parser.add_argument("--delay", type=float, default=1.0,
+                        help="streaming: seconds each tool takes")
     parser.add_argument("--models", default=",".join(MODELS),
-                        help="drafts mode: comma-separated catalog names or .gguf paths")
+                        help="drafts, streaming: comma-separated catalog names or .gguf paths")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if unknown or not 1 <= args.goals <= 6:
         parser.error(f"unknown mode(s) {', '.join(unknown)}" if unknown else "--goals: 1..6")
     rows = Rows(args.out)
-    if modes == ["drafts"]:
-        draft_rows(rows, [m for m in args.models.split(",") if m], args.threads)
-        print_drafts(rows)
+    models = [m for m in args.models.split(",") if m]
+    if set(modes) <= {"drafts", "streaming"}:
+        if "drafts" in modes:
+            draft_rows(rows, models, args.threads)
+            print_drafts(rows)
+        if "streaming" in modes:
+            stream_rows(rows, models, args.threads, args.delay)
         return 0
     all_goals, warmups, suite = goals(args.goals)
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
@@ -379,9 +390,28 @@ def main(argv: list[str] | None = None) -> int:
           f"on {os.cpu_count()} CPUs at the end")
     print_table(rows)
     if "drafts" in modes:
-        draft_rows(rows, [m for m in args.models.split(",") if m], args.threads)
+        draft_rows(rows, models, args.threads)
         print_drafts(rows)
+    if "streaming" in modes:
+        stream_rows(rows, models, args.threads, args.delay)
     return 0
+
+
+def stream_rows(rows: list[dict[str, Any]], models: list[str], threads: int,
+                delay: float) -> None:
+    """The streaming mode: runs per model, then one summary line per (model, planner)."""
+    from localagent.bench.streaming import streaming_rows
+    from localagent.llm import load_llm
+
+    for name in models:
+        llm = load_llm(name, n_threads=threads)
+        llm.set_prompt_cache(None)  # type: ignore[attr-defined]
+        for item in streaming_rows(llm, name, delay=delay):
+            rows.append(item)
+            if item["mode"] == "streaming-summary":
+                print(f"{name} {item['planner']}: {item['without']} s without streaming, "
+                      f"{item['with']} s with ({item['lower']:.0%} lower)", flush=True)
+        llm.close()
 
 
 class Rows(list[dict[str, Any]]):

@@ -93,6 +93,7 @@ def generate_checked(
     tools: Sequence[dict[str, Any]] | None = None,
     max_tokens: int | None = None,
     give_up: GiveUp | None = None,
+    watch: GiveUp | None = None,
 ) -> T:
     """Generate, reject truncated or invalid output, retry; the parsed value or PlanningError.
 
@@ -104,7 +105,8 @@ def generate_checked(
 
     Unconstrained (`settings.constrain` False), `give_up` ends an output as soon as it can
     no longer parse, and after a rejected greedy output the retry samples: a greedy retry
-    of the same prompt would write the same text again.
+    of the same prompt would write the same text again. `watch` sees the text after every
+    token, constrained or not (`EarlyCalls.watch`: it starts calls, never stops one).
     """
     used = constraint if settings.constrain else None
     budget = max_tokens or settings.max_tokens
@@ -119,7 +121,8 @@ def generate_checked(
         kwargs: dict[str, Any] = {"max_tokens": budget, "stop": stop, "constraint": used,
                                   "temperature": temperature,
                                   "seed": settings.seed + attempt,
-                                  "give_up": give_up if used is None else None}
+                                  "give_up": _criterion(give_up if used is None else None,
+                                                        watch)}
         if isinstance(prompt, str):
             completion = llm.complete(prompt, **kwargs)  # type: ignore[arg-type]
         else:
@@ -245,6 +248,18 @@ class PlannerEvent:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.detail, "at": self.at}
+
+
+def _criterion(give_up: GiveUp | None, watch: GiveUp | None) -> GiveUp | None:
+    """`give_up`, with `watch` shown every text first."""
+    if watch is None or give_up is None:
+        return watch or give_up
+
+    def both(text: str) -> bool:
+        watch(text)
+        return give_up(text)
+
+    return both
 
 
 def first_buildable(build: Callable[..., Constraint], variants: Sequence[dict[str, Any]],

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from localagent.early_calls import EarlyCalls
 from localagent.errors import PlanningError, PlanValidationError
 from localagent.execution import ExecutionResult
 from localagent.executor import Executor
@@ -48,8 +49,11 @@ class PlanPlanner(Protocol):
     settings: PlannerSettings
     techniques: Techniques
 
+    kind: str
+
     def plan(self, goal: str, log: GenerationLog | None = None, *, failed: Any = None,
-             error: str = "", settings: PlannerSettings | None = None) -> Any: ...
+             error: str = "", settings: PlannerSettings | None = None,
+             watch: Callable[[str], bool] | None = None) -> Any: ...
 
 
 @dataclass
@@ -162,21 +166,34 @@ def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor]
     """One sample: plan (unless `first` is its plan already), execute, and re-plan with the
     error up to `replan` times; when every plan failed and the planner has a `relaxed` form
     (the tree planner without `values`), one more plan from that."""
-    planned = first if first is not None else planner.plan(goal, log, settings=settings)
     relaxed = getattr(planner, "relaxed", lambda: None)()
     rounds = planner.techniques.replan + 1
     for replan in range(rounds + (relaxed is not None)):
-        if replan == rounds:
-            planned = relaxed.plan(goal, log, settings=settings)
-        elif replan:
-            planned = planner.plan(goal, log, failed=planned, error=run.attempts[-1].error or "",
-                                   settings=settings)
+        executor = new_executor()
+        early = (EarlyCalls(executor, "tree" if planner.kind == "tree" else "sequential")
+                 if executor.policy.stream and planner.kind in ("tree", "sequential") else None)
+        executor.early, watch = early, (early.watch if early is not None else None)
+        try:
+            if replan == 0:
+                planned = first if first is not None else planner.plan(
+                    goal, log, settings=settings, watch=watch)
+            elif replan == rounds:
+                planned = relaxed.plan(goal, log, settings=settings, watch=watch)
+            else:
+                planned = planner.plan(goal, log, failed=planned, watch=watch,
+                                       error=run.attempts[-1].error or "", settings=settings)
+        except PlanningError:
+            if early is not None:
+                early.finish(on_event, "the plan was rejected")
+            raise
         key = planned.plan.to_json(indent=None)
         if key in run.executed:  # an identical plan ran already: same outcome
             attempt = replace(run.executed[key], sample=sample, replan=replan)
         else:
-            attempt = _execute(planned.plan, new_executor(), sample, replan, on_event)
+            attempt = _execute(planned.plan, executor, sample, replan, on_event)
             run.executed[key] = attempt
+        if early is not None:
+            early.finish(on_event, "the plan that ran did not use them")
         run.attempts.append(attempt)
         if attempt.ok:
             return

@@ -22,7 +22,7 @@ from localagent.grammars import (
     parse_sequential,
     sequential_plan,
 )
-from localagent.llm.base import LLM, Message
+from localagent.llm.base import LLM, GiveUp, Message
 from localagent.plan import INPUT, SequentialPlan, plan_from_dict
 from localagent.planners.base import (
     NO_PLAN_MESSAGE,
@@ -109,8 +109,10 @@ class SequentialPlanner:
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedSequence | None = None, error: str = "",
-             settings: PlannerSettings | None = None) -> PlannedSequence:
-        """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
+             settings: PlannerSettings | None = None,
+             watch: GiveUp | None = None) -> PlannedSequence:
+        """A checked plan; with `failed` and `error`, a corrected one (re-planning).
+        `watch` sees the plan text as it is written (`EarlyCalls.watch`)."""
         log = log if log is not None else GenerationLog()
         if failed is None and plan_declined(self, goal, settings, log):
             raise DeclinedError(NO_PLAN_MESSAGE)
@@ -122,7 +124,7 @@ class SequentialPlanner:
             self.llm, messages,
             lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
-            give_up=json_object_lost)
+            give_up=json_object_lost, watch=watch)
         if parsed.declined:
             raise DeclinedError(NO_PLAN_MESSAGE)
         text = log.raw[-1]

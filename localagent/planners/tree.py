@@ -17,7 +17,7 @@ from localagent.constraint import Constraint
 from localagent.errors import DeclinedError
 from localagent.grammar.expression import expression_plan
 from localagent.grammars import Bounds, ParsedPlan, json_object_lost, parse_tree, tree_plan
-from localagent.llm.base import LLM, Message
+from localagent.llm.base import LLM, GiveUp, Message
 from localagent.plan import TreePlan, plan_from_dict
 from localagent.plan_expression import parse_expression
 from localagent.planners.base import (
@@ -131,8 +131,10 @@ class TreePlanner:
 
     def plan(self, goal: str, log: GenerationLog | None = None, *,
              failed: PlannedTree | None = None, error: str = "",
-             settings: PlannerSettings | None = None) -> PlannedTree:
-        """A checked plan; with `failed` and `error`, a corrected one (re-planning)."""
+             settings: PlannerSettings | None = None,
+             watch: GiveUp | None = None) -> PlannedTree:
+        """A checked plan; with `failed` and `error`, a corrected one (re-planning).
+        `watch` sees the plan text as it is written (`EarlyCalls.watch`)."""
         log = log if log is not None else GenerationLog()
         if failed is None and plan_declined(self, goal, settings, log):
             raise DeclinedError(NO_PLAN_MESSAGE)
@@ -143,7 +145,8 @@ class TreePlanner:
         parsed = generate_checked(
             self.llm, messages, lambda text: self.parse(text, tools),
             settings or self.settings, log, constraint=self.constraint(tools, goal),
-            give_up=None if self.techniques.expression else json_object_lost)
+            give_up=None if self.techniques.expression else json_object_lost,
+            watch=None if self.techniques.expression else watch)
         if parsed.declined:
             raise DeclinedError(NO_PLAN_MESSAGE)
         return PlannedTree(plan=plan_from_dict(parsed.plan), reasoning=parsed.reasoning,
