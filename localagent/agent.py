@@ -244,6 +244,8 @@ class Agent:
             return ctx.result(None, None, [], error=exc.one_line())
 
     def _run_plan(self, ctx: _RunContext, on_event: OnEvent | None) -> AgentResult:
+        from localagent.planners.base import PlannerEvent
+        from localagent.planners.observe import is_record, observe
         from localagent.planners.plan_runner import plan_and_execute
 
         run = plan_and_execute(self._planner(ctx.planner, ctx.specs), ctx.goal,
@@ -259,8 +261,12 @@ class Agent:
         reason = f"{len(run.attempts)} plan(s) executed" if len(run.attempts) > 1 else ""
         if run.votes:
             reason += f"; votes {run.votes}"
-        return ctx.result(result.value if run.error is None and result else None,
-                          plan_to_dict(chosen.plan), steps, error=run.error,
+        value = result.value if run.error is None and result else None
+        if is_record(value):  # the model takes the part that answers the goal
+            value = observe(self.llm, ctx.goal, value, self.settings, ctx.log)
+            if on_event is not None:
+                on_event(PlannerEvent("answer_observed", {"answer": value}, time.monotonic()))
+        return ctx.result(value, plan_to_dict(chosen.plan), steps, error=run.error,
                           stop_reason=reason, attempts=[a.to_dict() for a in run.attempts])
 
     def _run_loop(self, ctx: _RunContext, max_iterations: int,

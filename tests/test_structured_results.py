@@ -334,13 +334,16 @@ def test_labelled_grounded_answers_write_the_path_and_state_the_value() -> None:
 def test_tools_planner_answers_the_value_a_labelled_answer_states() -> None:
     call = '<tool_call>\n{"name": "Orders.Get", "arguments": {"order_id": 17}}\n</tool_call>'
     # the decline probe, a call, the free reply (`native`), the same call again (so the
-    # next turn must answer), the answer
-    llm = ScriptedLLM(["<tool_call>", call, call, call, "total: 42.5"])
+    # next turn must answer), the answer, the answer taken from the record seen alone
+    llm = ScriptedLLM(["<tool_call>", call, call, call, "total: 42.5", "total: 42.5"])
     with_native = PlannerSettings(techniques=parse_spec("+native"))
     out = ToolCallingPlanner(llm, TOOLS, with_native).run("How much was order 17?",
                                                           Executor(REG), max_iterations=4)
-    assert out.answer == "42.5", out.stop_reason
-    answer_turn = llm.requests[-1].constraint  # must answer: only after the path
+    assert out.answer == 42.5, out.stop_reason
+    observed = llm.requests[-1]  # observe.py: the goal and the record, no conversation
+    assert "Result: {" in observed.prompt and "<tool_call>" not in observed.prompt
+    assert matches(observed.constraint, "items[1].price: 40.0")
+    answer_turn = llm.requests[-2].constraint  # must answer: only after the path
     assert matches(answer_turn, "total: 42.5") and matches(answer_turn, "items[1].price: 40.0")
     assert not matches(answer_turn, "total: 2.5") and not matches(answer_turn, "42.5")
     free_turn = llm.requests[3].constraint  # may still call: either form

@@ -56,6 +56,7 @@ from localagent.planners.fresh import fresh_calls, fresh_first_turn
 from localagent.planners.grounding import answer_choice, observed_answers
 from localagent.planners.mentions import anchor_to_goal
 from localagent.planners.native import NativeReply, native_reply, wrap_bare_calls
+from localagent.planners.observe import is_record, observe
 from localagent.planners.stated import stated_share, without_unstated_options
 from localagent.tools.manual import openai_tools
 from localagent.tools.spec import ToolSpec
@@ -204,7 +205,8 @@ class ToolCallingPlanner:
             turn = self._defaults(turn, loop)
             turn = self._fresh(turn, loop, last)
             if turn.answer is not None:
-                return _answered(out, turn.answer, stated, on_event)
+                return _answered(out, turn.answer, stated, on_event,
+                                 self._observed(loop, stated))
             self._execute(turn, loop, executor, on_event)
         out.stop_reason = f"no text answer within {max_iterations} iterations"
         return out
@@ -229,6 +231,17 @@ class ToolCallingPlanner:
             bare = observed_answers(loop.observed)
             stated = {**stated, **{k: v for k, v in bare.items() if k not in stated}}
         return stated
+
+    def _observed(self, loop: _Loop, stated: dict[str, str] | None) -> Any:
+        """With grounded answers, when a result is a record: the part of the results the
+        model takes as the answer, seeing the goal and the results alone
+        (`observe.observe`); in the conversation, under the labelled choice, the 1.5B
+        answered a book's author to "how many pages" (2 of 3 goals). None otherwise."""
+        records = [v for v in loop.observed if is_record(v)]
+        if stated is None or not records:
+            return None
+        value = loop.observed[0] if len(loop.observed) == 1 else list(loop.observed)
+        return observe(self.llm, loop.goal, value, self.settings, loop.out.log)
 
     def _native(self, turn: ToolCallTurn, loop: _Loop,
                 tools: Sequence[ToolSpec]) -> ToolCallTurn:
@@ -331,11 +344,15 @@ class _Loop:
 
 
 def _answered(out: ToolCallingOutcome, text: str, stated: dict[str, str] | None,
-              on_event: Callable[[Any], None] | None) -> ToolCallingOutcome:
+              on_event: Callable[[Any], None] | None,
+              observed: Any = None) -> ToolCallingOutcome:
     """`out` ended with the answer `text`; a grounded answer written after its path
-    (`total: 42.5`) is the value."""
+    (`total: 42.5`) is the value; `observed` (not None), the answer taken from the
+    results instead."""
     out.messages.append({"role": "assistant", "content": text})
     answer = stated.get(text, text) if stated else text
+    if observed is not None:
+        answer = observed
     out.turns.append(ToolTurn(answer=answer))
     _emit(out, on_event, "tool_turn", out.turns[-1].to_dict())
     out.answer, out.stop_reason = answer, "answered in text"

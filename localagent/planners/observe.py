@@ -1,0 +1,64 @@
+"""After a plan runs: when its value is a record, the model takes the answer from it.
+
+Why: a plan-once planner hands back whatever its last call returned. When that is a record
+(`{"author": ..., "year": ..., "pages": 412}`, a `-> dict` whose keys no schema declares)
+and the goal asks for one part of it, the answer was the whole record (issue 44).
+LLMCompiler's joiner looks at the results before answering; so does this, in one short
+constrained generation: the model sees the goal and the result and writes the answer under
+a grammar that admits exactly the result's own values, each after its path in the record
+(`pages: 412`, `items[0].price: 2.5`: `grounding.observed_answers` with labels, the keys
+as observed at run time). Nothing reads the goal's words: the choices come from the
+result, the choice from the model. The whole record is not among the choices: offered it,
+the 1.5B took it on every goal that asked for one field (3 of 3, in three languages), as
+`parts.py` found for plans before they run; the record stays in the trace.
+
+A scalar result is the answer already: no generation. The call runs on a KV state of its
+own (`LLM.aside`), so the next goal still finds the plan prompt's prefix cached.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from localagent.llm.base import LLM, Message
+from localagent.planners.base import GenerationLog, PlannerSettings, generate_checked
+from localagent.planners.grounding import answer_choice, observed_answers
+
+MAX_OBSERVE_TOKENS = 48
+SYSTEM = ("You answer a goal from the result of the function calls made for it. Reply with "
+          "exactly the part of the result that answers the goal.")
+
+
+def is_record(value: Any) -> bool:
+    """An object or a list holding something to choose from (not empty)."""
+    return isinstance(value, (dict, list, tuple)) and bool(value)
+
+
+def observe(llm: LLM, goal: str, value: Any, settings: PlannerSettings,
+            log: GenerationLog) -> Any:
+    """The part of `value` (a plan's result) that answers `goal`, as the model chooses it;
+    `value` itself when it is not a record or holds nothing to choose from."""
+    if not is_record(value) or not settings.constrain:
+        return value
+    choices = observed_answers([value], labels=True)  # shown text -> value as text
+    if not choices:
+        return value
+    whole = json.dumps(value, ensure_ascii=False)
+    messages: list[Message] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Goal: {goal}\nResult: {whole}"}]
+    with llm.aside():
+        chosen = generate_checked(llm, messages, lambda text: text.strip(), settings, log,
+                                  constraint=answer_choice(list(choices), name="observed-answer"),
+                                  max_tokens=MAX_OBSERVE_TOKENS)
+    return _typed(choices[chosen]) if chosen in choices else value
+
+
+def _typed(text: str) -> Any:
+    """An observed value's text as the value (numbers and booleans as JSON reads them)."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    return parsed if isinstance(parsed, (int, float, bool)) else text

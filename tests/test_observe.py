@@ -1,0 +1,68 @@
+"""Answers taken from a record the tools returned (planners/observe.py, issue 44)."""
+
+from __future__ import annotations
+
+import pytest
+
+from localagent.llm import ScriptedLLM
+from localagent.llm.constrained import matches
+from localagent.planners.base import GenerationLog, PlannerSettings
+from localagent.planners.observe import is_record, observe
+from localagent.tools.decorator import tool
+from localagent.tools.registry import ToolRegistry
+
+BOOK = {"title": "Frankenstein", "author": "Mary Shelley", "year": 1818, "pages": 280}
+
+
+class Library:
+    """A lookup whose `-> dict` declares no keys: they are known only once it ran."""
+
+    @tool
+    def book(self, title: str) -> dict:
+        """Look up a book by its title: its author, year and page count."""
+        return {**BOOK, "title": title}
+
+
+def test_observe_offers_the_records_values_after_their_paths() -> None:
+    llm = ScriptedLLM(["pages: 280"])
+    assert observe(llm, "goal", BOOK, PlannerSettings(), GenerationLog()) == 280
+    constraint = llm.requests[0].constraint
+    assert constraint is not None
+    assert matches(constraint, "author: Mary Shelley")
+    assert not matches(constraint, "280 pages")  # only the record's own values
+    assert not matches(constraint, '{"pages": 280}')  # never the whole record
+    assert "Frankenstein" in llm.requests[0].prompt  # the model sees the result
+
+
+@pytest.mark.parametrize("value", [42, "text", None, [], {}, 2.5, True])
+def test_a_value_that_is_no_record_is_the_answer_without_a_generation(value) -> None:
+    llm = ScriptedLLM([])
+    assert observe(llm, "goal", value, PlannerSettings(), GenerationLog()) == value
+    assert llm.requests == []
+    assert not is_record(value)
+
+
+def test_nested_records_and_lists_are_reachable() -> None:
+    order = {"id": 17, "items": [{"name": "tea", "price": 2.5}], "total": 42.5}
+    llm = ScriptedLLM(["items[0].name: tea"])
+    assert observe(llm, "goal", order, PlannerSettings(), GenerationLog()) == "tea"
+
+
+GOALS = {  # planner -> (goal, expected): three languages over the four planners
+    "tree": ("How many pages does the book Frankenstein have?", 280),
+    "sequential": ("¿Cuántas páginas tiene el libro Frankenstein?", 280),
+    "react": ("Wer hat das Buch Frankenstein geschrieben?", "Mary Shelley"),
+    "tools": ("How many pages does the book Frankenstein have?", 280),
+}
+
+
+@pytest.mark.parametrize("planner", list(GOALS))
+def test_real_model_answers_the_field_not_the_record(default_llm, planner: str) -> None:
+    from localagent.agent import Agent
+
+    registry = ToolRegistry()
+    registry.add_plugin(Library())
+    goal, expected = GOALS[planner]
+    result = Agent(default_llm, registry=registry).run(goal, planner=planner)
+    assert result.ok, result.error
+    assert str(result.answer) == str(expected)
