@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Self
 
+from localagent.conversation import Conversation
 from localagent.errors import DeclinedError, LocalAgentError, PlanningError, UsageError
 from localagent.executor import ExecutionPolicy, Executor
 from localagent.llm.base import LLM, Usage
@@ -200,10 +201,11 @@ class Agent:
         self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
         return self._make_plan(goal, planner, self.tools_for(goal), GenerationLog())
 
-    def _planner(self, planner: str, specs: list[ToolSpec]) -> Any:
+    def _planner(self, planner: str, specs: list[ToolSpec],
+                 settings: PlannerSettings | None = None) -> Any:
         """The plan planner, shown the filter's English translation of the goal if one
         was made (`PlannerSettings.english`)."""
-        settings = self.settings
+        settings = settings or self.settings
         if self._translator is not None:
             settings = replace(settings, english=self.translation_of)
         if planner == "tree":
@@ -219,18 +221,32 @@ class Agent:
         return self._planner(planner, specs).plan(goal, log).plan
 
     def run(self, goal: str, planner: str = "tree", *, max_iterations: int = 5,
-            on_event: OnEvent | None = None) -> AgentResult:
+            on_event: OnEvent | None = None,
+            conversation: Conversation | None = None) -> AgentResult:
         """Plan and execute. Bad input raises (UsageError); a run that reaches no answer
-        returns an AgentResult with `error` set."""
+        returns an AgentResult with `error` set. With `conversation`, every planner's prompt
+        shows its earlier turns before the goal (`PlannerSettings.context`; the techniques
+        still read the goal alone), the tool filter reads them too, and this turn is added
+        to it."""
         _check(goal, planner, plan_only=False)
+        result = self._run(goal, planner, max_iterations, on_event, conversation)
+        if conversation is not None:
+            conversation.add(goal, result)
+        return result
+
+    def _run(self, goal: str, planner: str, max_iterations: int,
+             on_event: OnEvent | None, conversation: Conversation | None) -> AgentResult:
         if max_iterations < 1:
             raise UsageError(f"max_iterations must be at least 1, got {max_iterations}")
         self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
         start, before = time.perf_counter(), self.llm.usage
-        specs = self.tools_for(goal)
+        settings = self.settings if conversation is None else replace(
+            self.settings, context=conversation.context(),
+            history=tuple(conversation.messages()))
+        specs = self.tools_for(settings.framed(goal))
         log = GenerationLog()
         ctx = _RunContext(self, goal, planner, specs, log, start, before,
-                          SideEffectLedger(self.approve, dry_run=self.dry_run))
+                          SideEffectLedger(self.approve, dry_run=self.dry_run), settings)
         try:
             if planner in ("tree", "sequential"):
                 return self._run_plan(ctx, on_event)
@@ -248,7 +264,7 @@ class Agent:
         from localagent.planners.observe import is_record, observe
         from localagent.planners.plan_runner import plan_and_execute
 
-        run = plan_and_execute(self._planner(ctx.planner, ctx.specs), ctx.goal,
+        run = plan_and_execute(self._planner(ctx.planner, ctx.specs, ctx.settings), ctx.goal,
                                lambda: Executor(self.registry, self.policy, effects=ctx.effects),
                                ctx.log,
                                on_event)
@@ -263,7 +279,7 @@ class Agent:
             reason += f"; votes {run.votes}"
         value = result.value if run.error is None and result else None
         if is_record(value):  # the model takes the part that answers the goal
-            value = observe(self.llm, ctx.goal, value, self.settings, ctx.log)
+            value = observe(self.llm, ctx.goal, value, ctx.settings, ctx.log)
             if on_event is not None:
                 on_event(PlannerEvent("answer_observed", {"answer": value}, time.monotonic()))
         return ctx.result(value, plan_to_dict(chosen.plan), steps, error=run.error,
@@ -275,12 +291,12 @@ class Agent:
         if ctx.planner == "react":
             from localagent.planners.react import ReactPlanner
 
-            out: Any = ReactPlanner(self.llm, ctx.specs, self.settings).run(
+            out: Any = ReactPlanner(self.llm, ctx.specs, ctx.settings).run(
                 ctx.goal, executor, max_iterations=max_iterations, on_event=on_event)
         else:
             from localagent.planners.tool_calling import ToolCallingPlanner
 
-            out = ToolCallingPlanner(self.llm, ctx.specs, self.settings).run(
+            out = ToolCallingPlanner(self.llm, ctx.specs, ctx.settings).run(
                 ctx.goal, executor, max_iterations=max_iterations, on_event=on_event)
         ctx.log = out.log
         steps = [t.to_dict() for t in out.turns]
@@ -298,6 +314,7 @@ class _RunContext:
     start: float
     before: Usage
     effects: SideEffectLedger  # the run's side-effect calls, shared by its executors
+    settings: PlannerSettings  # the agent's, with the run's conversation context
 
     def result(self, answer: Any, plan: dict[str, Any] | None, steps: list[dict[str, Any]],
                *, error: str | None, stop_reason: str = "",

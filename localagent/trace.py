@@ -170,7 +170,7 @@ def describe(event: Any, start: float = 0.0, depth: int = 0) -> str:
     if isinstance(event, CallFinished):
         outcome = (f"= {_short(event.result)}" if event.error is None
                    else f"! {event.error.kind}: {event.error.message}")
-        note = _SOURCE_NOTES[event.source]
+        note = _SOURCE_NOTES.get(event.source, event.source)
         return (f"{clock} {pad}< #{event.call_id} {event.function} {outcome} "
                 f"({note or f'{event.seconds:.2f}s'})")
     if isinstance(event, CallCancelled):
@@ -183,7 +183,8 @@ def describe(event: Any, start: float = 0.0, depth: int = 0) -> str:
     return f"{clock} {pad}{getattr(event, 'kind', type(event).__name__)}"
 
 
-_SOURCE_NOTES: dict[str, str] = {"tool": "", "recorded": "reused: already ran in this run",
+_SOURCE_NOTES: dict[str, str] = {"tool": "", "early": "",  # timed as it ran
+                                 "recorded": "reused: already ran in this run",
                                  "dry_run": "dry run",
                                  "refused": "not executed"}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from conftest import DEFAULT_ENV, run_cli
 from typer.testing import CliRunner
 
 import localagent.llm
@@ -88,3 +88,53 @@ def test_real_model_chat_piped(small_model_path):
     assert "answer: 108.0" in proc.stdout, proc.stdout
     assert "answer: 84" in proc.stdout, proc.stdout
     assert "2 answered, 0 without an answer" in proc.stdout
+
+
+def test_a_goal_is_planned_after_the_earlier_ones_until_new(loads):
+    llm, _ = loads
+    add = json.dumps({"function": "MathPlugin.add", "args": {"value1": 2, "value2": 3}})
+    llm.enqueue(add, add, add)
+    stdin = "What is 2 plus 3?\nAnd plus nothing?\n/new\nWhat is 2 plus 3?\n"
+    result = runner.invoke(app, ["chat", "--techniques", "plain"], input=stdin)
+    assert result.exit_code == 0, result.output
+    first, second, third = (r.prompt for r in llm.requests)
+    assert "Earlier in this conversation" not in first
+    # the second goal comes after the first: its goal, its call with the result, its answer
+    assert "Earlier in this conversation:\nGoal: What is 2 plus 3?" in second
+    assert "Call: MathPlugin.add(value1=2, value2=3) -> 5" in second
+    assert "Now: And plus nothing?" in second
+    # after the manual of functions, so the manual's KV cache is reused
+    assert second.index("Earlier in this conversation") > second.index("MathPlugin.add")
+    assert "new conversation" in result.output
+    assert "Earlier in this conversation" not in third  # /new started afresh
+
+
+TRAVEL = '''
+from localagent.tools.decorator import tool
+
+DISTANCES = {frozenset({"Lyon", "Porto"}): 1213.0}
+
+
+class Travel:
+    @tool
+    def distance_km(self, origin: str, destination: str) -> float:
+        """The road distance between two cities, in kilometres."""
+        return DISTANCES.get(frozenset({origin.strip(), destination.strip()}), 0.0)
+
+    @tool
+    def km_to_miles(self, km: float) -> float:
+        """Convert kilometres to miles."""
+        return round(km * 0.621371, 1)
+'''
+
+
+def test_real_model_chat_second_line_refers_to_the_first(default_model_path, tmp_path):
+    """The default model and planner: "And in miles?" is answered from the first line's
+    distance (1213 km = 753.7 miles)."""
+    plugin = tmp_path / "travel.py"
+    plugin.write_text(TRAVEL)
+    stdin = "How far is Lyon from Porto, in kilometres?\nAnd in miles?\n"
+    proc = run_cli("chat", "--plugins", str(plugin), input=stdin, timeout=900, env=DEFAULT_ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert "answer: 1213.0" in proc.stdout, proc.stdout
+    assert "answer: 753.7" in proc.stdout, proc.stdout

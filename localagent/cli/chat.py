@@ -1,4 +1,4 @@
-"""`localagent chat`: one goal per line over a warm agent.
+"""`localagent chat`: one goal per line over a warm agent, in one conversation.
 
 The model, the tool index and llama.cpp's prompt cache stay loaded between goals, so the
 second question skips the start-up and re-reads only the part of the prompt that changed.
@@ -41,17 +41,22 @@ from localagent.cli.run import (
     _print_result,
     _settings,
 )
+from localagent.conversation import Conversation
 from localagent.errors import LocalAgentError, UsageError
 
 _HELP = """Ask goals one per line; the model stays loaded between them.
 
-Commands: /planner NAME, /model NAME_OR_PATH, /tools [GOAL], /help, /quit (or end of
-input). Example:
+Each goal is planned after the earlier ones (their goals, calls, results and answers),
+so a line may refer to the one before ("and in miles?"); /new starts afresh.
+
+Commands: /new, /planner NAME, /model NAME_OR_PATH, /tools [GOAL], /help, /quit (or end
+of input). Example:
 
     printf 'What is 2 plus 3?\\n/planner react\\nWhat is 7 times 6?\\n' | localagent chat
 """
 
 COMMANDS = {
+    "/new": "start a new conversation (the next goal is planned alone)",
     "/planner NAME": "plan the next goals with NAME (sequential, tree, react, tools)",
     "/model NAME_OR_PATH": "load another model (catalog name or .gguf path)",
     "/tools [GOAL]": "list the offered functions (for GOAL: those the filter keeps)",
@@ -70,6 +75,7 @@ class ChatSession:
     model: str | None
     max_iterations: int
     agent: Any = field(init=False)
+    conversation: Conversation = field(default_factory=Conversation)
 
     def __post_init__(self) -> None:
         self.agent = self.make_agent(self.model)
@@ -82,7 +88,10 @@ class ChatSession:
         arg = arg.strip()
         if name in ("/quit", "/exit"):
             return False
-        if name == "/help":
+        if name == "/new":
+            self.conversation.clear()
+            console.print("new conversation", highlight=False)
+        elif name == "/help":
             for usage, what in COMMANDS.items():
                 console.print(f"  {usage:<22} {what}", highlight=False, markup=False)
         elif name == "/planner":
@@ -113,7 +122,8 @@ class ChatSession:
     def goal(self, goal: str) -> bool:
         """Run one goal and print its steps and answer; whether it was answered."""
         result = self.agent.run(goal, planner=self.planner,
-                                max_iterations=self.max_iterations, on_event=_LiveView())
+                                max_iterations=self.max_iterations, on_event=_LiveView(),
+                                conversation=self.conversation)
         _print_result(result)
         return bool(result.ok)
 

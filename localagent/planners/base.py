@@ -44,7 +44,11 @@ class PlannerSettings:
     (`for_planner` resolves both). `english(goal)`: the goal in English where the filter
     had the model translate it (`retrieval/translation.py`), else "": the plan planners
     show it under the goal when it differs from it; the plan is still checked against the
-    goal as written."""
+    goal as written. `context`: the earlier turns of a conversation
+    (`Conversation.context`), shown before the goal in the plan and ReAct prompts
+    (`framed`); `history`: the same turns as chat messages, for the tool-calling
+    planner; the techniques that read the goal's stated values read the goal alone,
+    so an earlier turn's numbers are never forced into this turn's calls."""
 
     constrain: bool = True
     retries: int = 2  # extra attempts after the first bad output
@@ -53,6 +57,12 @@ class PlannerSettings:
     seed: int = 0
     techniques: Techniques | TechniqueChanges | None = None
     english: Callable[[str], str] | None = field(default=None, compare=False)
+    context: str = ""
+    history: tuple[Message, ...] = ()  # the same turns as chat messages (tools planner)
+
+    def framed(self, goal: str) -> str:
+        """`goal` as a prompt shows it: after the conversation's earlier turns, if any."""
+        return f"{self.context}\n\nNow: {goal}" if self.context else goal
 
     def for_planner(self, planner: str, model: str | None = None
                     ) -> tuple[PlannerSettings, Techniques]:

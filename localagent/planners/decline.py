@@ -81,12 +81,14 @@ class Thresholds:
         return cls(**{k: v for k, v in (entry.decline if entry else {}).items() if k in known})
 
 
-def first_turn(goal: str, instruct: bool = True) -> list[Message]:
-    """The tool-calling planner's first turn: the goal, after the planner's system text
-    with `instruct` (else the chat template writes its own default system text, as for a
-    user of the bare model)."""
+def first_turn(goal: str, instruct: bool = True,
+               history: Sequence[Message] = ()) -> list[Message]:
+    """The tool-calling planner's first turn: the goal, after a conversation's earlier
+    messages (`history`) and, with `instruct`, after the planner's system text (else the
+    chat template writes its own default system text, as for a user of the bare model)."""
     user: Message = {"role": "user", "content": goal}
-    return [{"role": "system", "content": TOOLS_SYSTEM}, user] if instruct else [user]
+    system: list[Message] = [{"role": "system", "content": TOOLS_SYSTEM}] if instruct else []
+    return [*system, *history, user]
 
 
 def can_probe(llm: LLM, settings: PlannerSettings) -> bool:
@@ -170,4 +172,4 @@ def plan_declined(planner: _PlanPlanner, goal: str, settings: PlannerSettings | 
     Re-plans and vote samples are not asked again (the caller passes only first plans)."""
     first = settings is None or settings == planner.settings
     return planner.techniques.decline and first and goal_declined(
-        planner.llm, goal, planner.tools, planner.settings, log)
+        planner.llm, planner.settings.framed(goal), planner.tools, planner.settings, log)

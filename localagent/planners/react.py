@@ -150,12 +150,13 @@ class ReactPlanner:
             on_event: Callable[[Any], None] | None = None) -> ReactOutcome:
         out = ReactOutcome(answer=None)
         emit = _emitter(out, on_event)
-        if self.techniques.decline and goal_declined(self.llm, goal, self.tools,
+        shown = self.settings.framed(goal)  # after a conversation's earlier turns
+        if self.techniques.decline and goal_declined(self.llm, shown, self.tools,
                                                      self.settings, out.log):
             emit("react_step", {"declined": True})
             out.stop_reason = NO_TOOL_MESSAGE
             return out
-        prompt = react_header(goal, self.tools, self.llm, decline=self.techniques.decline)
+        prompt = react_header(shown, self.tools, self.llm, decline=self.techniques.decline)
         seen: dict[tuple[str, str], str] = {}
         grounded = self.techniques.grounded
         t = self.techniques

@@ -73,8 +73,11 @@ class SequentialPlanner:
         self._piped = [piped(t) for t in self.tools]
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions (input piped) as this goal's plan sees them (`mentions`)."""
-        return anchor_to_goal(self._piped, goal) if self.techniques.mentions else self._piped
+        """The functions (input piped) as this goal's plan sees them (`mentions`: the
+        values the goal, or a conversation's earlier turns, state)."""
+        if self.techniques.mentions:
+            return anchor_to_goal(self._piped, self.settings.framed(goal))
+        return self._piped
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
         """The plan grammar over `tools` (default: every function, input piped); `goal`
@@ -96,7 +99,8 @@ class SequentialPlanner:
         t = self.techniques
         shown, note = (self.tools, "") if tools is None else plan_manual(
             self._piped, tools, t.compact)
-        return sequential_prompt(goal, shown, choose_examples(goal, t), note=note,
+        return sequential_prompt(self.settings.framed(goal), shown, choose_examples(goal, t),
+                                 note=note,
                                  reasoning=t.shows_reasoning, compact=t.compact,
                                  decline=t.decline,
                                  english=self.settings.english(goal) if self.settings.english

@@ -185,8 +185,8 @@ class ToolCallingPlanner:
         then an answer ends the run, or the calls run (`_execute`) and the next turn
         begins. The last turn (max_iterations, or after a turn that repeated the one
         before) must answer."""
-        out = ToolCallingOutcome(answer=None,
-                                 messages=first_turn(goal, self.techniques.instruct))
+        out = ToolCallingOutcome(answer=None, messages=first_turn(
+            goal, self.techniques.instruct, self.settings.history))
         loop = _Loop(goal, out, Coverage.of(goal, self.tools, self.techniques.values))
         for i in range(1, max_iterations + 1):
             last = i == max_iterations or loop.repeated
@@ -255,11 +255,11 @@ class ToolCallingPlanner:
 
     def _invented(self, turn: ToolCallTurn, loop: _Loop) -> bool:
         """With `decline`, on the first turn: whether its calls take too few values the
-        goal states for the model's certainty (`decline.calls_invented`)."""
+        goal (or a conversation's earlier turns) states for the model's certainty
+        (`decline.calls_invented`)."""
+        stated = stated_share(turn.calls, self.settings.framed(loop.goal), self.tools)
         return (loop.p_call is not None and not loop.out.turns and bool(turn.calls)
-                and calls_invented(loop.p_call, stated_share(turn.calls, loop.goal,
-                                                             self.tools),
-                                   Thresholds.of(self.llm)))
+                and calls_invented(loop.p_call, stated, Thresholds.of(self.llm)))
 
     def _defaults(self, turn: ToolCallTurn, loop: _Loop) -> ToolCallTurn:
         """With `defaults`: the calls without optional arguments that neither the goal nor

@@ -77,9 +77,10 @@ class TreePlanner:
         return self.techniques.shows_reasoning
 
     def tools_for(self, goal: str) -> list[ToolSpec]:
-        """The functions as this goal's plan sees them (narrowed by `mentions`)."""
+        """The functions as this goal's plan sees them (narrowed by `mentions` to the
+        values the goal, or a conversation's earlier turns, state)."""
         if self.techniques.mentions:
-            return anchor_to_goal(self.tools, goal)
+            return anchor_to_goal(self.tools, self.settings.framed(goal))
         return self.tools
 
     def constraint(self, tools: Sequence[ToolSpec] | None = None, goal: str = "") -> Constraint:
@@ -117,7 +118,7 @@ class TreePlanner:
         examples = choose_examples(goal, self.techniques)
         shown, note = (self.tools, "") if tools is None else plan_manual(
             self.tools, tools, self.techniques.compact)
-        return tree_prompt(goal, shown, examples, note=note,
+        return tree_prompt(self.settings.framed(goal), shown, examples, note=note,
                            reasoning=self.reasoning, compact=self.techniques.compact,
                            decline=self.techniques.decline,
                            expression=self.techniques.expression,
