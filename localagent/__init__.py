@@ -8,7 +8,7 @@ from localagent.offline import enforce_offline
 
 enforce_offline()
 
-__all__ = ["Agent", "RecordingStub", "schema_tool", "schema_tools", "tool"]
+__all__ = ["Agent", "Conversation", "RecordingStub", "schema_tool", "schema_tools", "tool"]
 __version__ = "0.1.0"
 
 
@@ -26,4 +26,8 @@ def __getattr__(name: str) -> Any:
         from localagent.agent import Agent
 
         return Agent
+    if name == "Conversation":
+        from localagent.conversation import Conversation
+
+        return Conversation
     raise AttributeError(name)
