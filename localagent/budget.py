@@ -6,6 +6,7 @@ Kept apart from the executor because it outlives single runs: a ReAct loop calls
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ class Budget:
     clock: Callable[[], float]
     used: int = 0
     started: float | None = field(default=None)
+    # calls started early (early_calls.py) take from the budget on threads of their own
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def start(self) -> None:
         """Begin the clock at the first run; later runs keep counting from there."""
@@ -39,6 +42,10 @@ class Budget:
 
     def take(self, call_timeout: float | None) -> tuple[float | None, bool]:
         """Admit one call: (its timeout, whether the seconds left are what limit it)."""
+        with self._lock:
+            return self._take(call_timeout)
+
+    def _take(self, call_timeout: float | None) -> tuple[float | None, bool]:
         if self.max_calls is not None and self.used >= self.max_calls:
             raise BudgetSpent(f"budget of {self.max_calls} calls exceeded")
         remaining = self.remaining_seconds()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -122,6 +123,7 @@ class Executor:
         self.effects = effects if effects is not None else SideEffectLedger()
         self._clock = clock
         self._ids = 0
+        self._id_lock = threading.Lock()
         self.budget = Budget(self.policy.max_calls, self.policy.max_seconds, clock)
         self._slots: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -442,8 +444,9 @@ class Executor:
         return self._slots[loop]
 
     def _next_id(self) -> int:
-        self._ids += 1
-        return self._ids
+        with self._id_lock:  # calls started early run on threads of their own
+            self._ids += 1
+            return self._ids
 
 
 def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
