@@ -31,8 +31,12 @@ SYSTEM = ("You answer a goal from the result of the function calls made for it. 
 
 
 def is_record(value: Any) -> bool:
-    """An object or a list holding something to choose from (not empty)."""
-    return isinstance(value, (dict, list, tuple)) and bool(value)
+    """A non-empty object, or a list holding objects or lists: a value with parts. A list
+    of scalars (the names a search found) is an answer as it is."""
+    if isinstance(value, dict):
+        return bool(value)
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, (dict, list, tuple)) for v in value)
 
 
 def observe(llm: LLM, goal: str, value: Any, settings: PlannerSettings,
