@@ -25,14 +25,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from localagent.agent import AgentResult
+from typing import Any, Protocol
 
 MAX_TURNS = 4
 MAX_CHARS = 600
 MAX_CALLS = 6
+
+
+class _Result(Protocol):
+    """What a turn keeps of an `AgentResult`."""
+
+    answer: Any
+    error: str | None
+    steps: list[dict[str, Any]]
+
+    @property
+    def ok(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,7 @@ class Conversation:
     max_turns: int = MAX_TURNS
     turns: list[Turn] = field(default_factory=list)
 
-    def add(self, goal: str, result: AgentResult) -> None:
+    def add(self, goal: str, result: _Result) -> None:
         """Keep `goal` and what its run called and answered (an unanswered goal too: its
         calls may be what the next line refers to)."""
         answer = result.answer if result.ok else f"(no answer: {result.error})"

@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from typing_extensions import assert_never
 
@@ -54,12 +54,20 @@ from localagent.trace import (
 )
 
 if TYPE_CHECKING:
-    from localagent.early_calls import EarlyCalls
     from localagent.tools.registry import ToolRegistry
 
 __all__ = ["ExecutionPolicy", "ExecutionResult", "Executor", "OnEvent", "RunError"]
 
 OnEvent = Callable[[Event], None]
+
+
+class EarlyResults(Protocol):
+    """Calls started while their plan was generated (`early_calls.EarlyCalls`)."""
+
+    def result_for(self, call: Call, step: int | None = None
+                   ) -> Future[ExecutionResult] | None: ...
+
+
 _EARLY_ROOT = "call"  # the path of `run_call`'s call (and of a call run early)
 _GRACE = 1.0  # seconds past a call's timeout before the executor stops waiting itself
 
@@ -129,7 +137,7 @@ class Executor:
             weakref.WeakKeyDictionary()
         )
         # calls started while their plan was generated (early_calls.py); set per plan
-        self.early: EarlyCalls | None = None
+        self.early: EarlyResults | None = None
 
     def reset_budget(self) -> None:
         """Start counting calls and seconds afresh (e.g. for the next agent run)."""

@@ -71,7 +71,7 @@ def test_plan_runs_every_combination_once(suite: Suite) -> None:
     assert {s.planner: s.techniques.label for s in specs} == {
         "tree": "mentions+values", "react": "grounded"}
     tools = plan_runs(suite, ["tools"], ["m1"], [True], ["auto"], 1)
-    assert tools[0].key.endswith("|grounded+decline+fresh+tags")
+    assert tools[0].key.endswith("|grounded+decline+fresh+tags+observe")
     sequential = plan_runs(suite, ["sequential"], ["m1"], [True], ["auto"], 1)
     assert sequential[0].key.endswith("|mentions+distinct+typed+backrefs")
     # a catalog model with defaults of its own runs those (models/catalog.toml)

@@ -210,7 +210,7 @@ def test_techniques_changes_apply_to_the_planners_default(scripted):
                                  "--techniques", "-mentions"])
     assert result.exit_code == 2, result.output
     assert result.output.strip() == ("error: cannot remove technique mentions: it is not on "
-                                     "in the tools planner's default (grounded+decline+fresh+tags)")
+                                     "in the tools planner's default (grounded+decline+fresh+tags+observe)")
     assert not scripted.requests[1:]  # the second run never asked the model
 
 

@@ -87,7 +87,8 @@ def test_relative_spec_changes_each_planners_own_default() -> None:
         assert parse_spec(same) == changes, same
     decline = parse_spec("-decline")
     assert resolve(decline, "tools") == Techniques(mentions=False, backrefs=False,
-                                                   grounded=True, fresh=True, tags=True)
+                                                   grounded=True, fresh=True, tags=True,
+                                                   observe=True)
     # adding a switch a default has already on changes nothing (and is no error)
     more = parse_spec("+grounded,+similar,+vote=3")
     assert resolve(more, "tools") == replace(default_techniques("tools"), similar=True,
@@ -110,7 +111,7 @@ def test_relative_spec_changes_each_planners_own_default() -> None:
     ("-decline", "tree", (r"cannot remove technique decline: it is not on in the tree "
                           r"planner's default \(mentions\+values\)")),
     ("-mentions", "tools", (r"cannot remove technique mentions: it is not on in the tools "
-                            r"planner's default \(grounded\+decline\+fresh\+tags\)")),
+                            r"planner's default \(grounded\+decline\+fresh\+tags\+observe\)")),
     ("-vote", "tree", "cannot remove technique vote"),
     ("+replan", "tree", "technique replan needs a whole number, e.g. \\+replan=2"),
     ("+replan=x", "tree", "needs a whole number"),
@@ -149,7 +150,7 @@ def test_benchmark_resolves_changes_per_planner(tmp_path) -> None:
     specs = plan_runs(load_suite(path), ["tree", "tools"], ["m"], [True], ["none"], 1,
                       parse_variants("+replan=2"))
     assert {s.planner: s.techniques.label for s in specs} == {
-        "tree": "mentions+values+replan=2", "tools": "grounded+decline+fresh+tags+replan=2"}
+        "tree": "mentions+values+replan=2", "tools": "grounded+decline+fresh+tags+observe+replan=2"}
 
 
 # --- backward references in step-list plans -------------------------------------------
@@ -263,7 +264,7 @@ def test_each_planner_has_its_measured_default(registry) -> None:
     # that opens a call goes on to the constrained first turn
     answer_first = ScriptedLLM(["<tool_call>", "The invoice is 1000.", "unused"])
     tc = ToolCallingPlanner(answer_first, tools)  # default settings: the measured default
-    assert tc.techniques.grounded and tc.techniques.label == "grounded+decline+fresh+tags"
+    assert tc.techniques.grounded and tc.techniques.label == "grounded+decline+fresh+tags+observe"
     tc.run(goal, Executor(registry), max_iterations=2)
     assert answer_first.requests[0].constraint is None  # the decline probe
     assert not matches(answer_first.requests[1].constraint, "The invoice is 1000.")
@@ -277,7 +278,7 @@ def test_each_planner_has_its_measured_default(registry) -> None:
     assert SequentialPlanner(ScriptedLLM([]), tools).techniques == Techniques(
         typed=True, distinct=True)
     assert {p: default_techniques(p).label for p in ("tools", "react", "tree", "sequential")} \
-        == {"tools": "grounded+decline+fresh+tags", "react": "grounded", "tree": "mentions+values",
+        == {"tools": "grounded+decline+fresh+tags+observe", "react": "grounded", "tree": "mentions+values",
             "sequential": "mentions+distinct+typed+backrefs"}
 
 

@@ -75,7 +75,7 @@ def parser() -> argparse.ArgumentParser:
         help="planning technique variants, ';'-separated, each 'plain', 'default', "
         "switches joined by '+' (reasoning, steps, similar, mentions, grounded, decline, native, "
         "defaults, fresh, values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, "
-        "expression, instruct, tags, replan=N, vote=K), or "
+        "expression, instruct, tags, observe, replan=N, vote=K), or "
         "changes to each planner's default: +name, +name=N, -name, comma-separated (a value starting "
         "with - needs the = form: --techniques=-mentions); "
         "e.g. 'plain;reasoning;reasoning+replan=2;+replan=2,-mentions'",

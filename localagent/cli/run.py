@@ -105,7 +105,7 @@ TECHNIQUES_OPT = typer.Option(
     "default, each +name, +name=N or -name, comma-separated (+replan=2,-mentions). "
     "Switches: reasoning, steps, similar, mentions, grounded, decline, native, defaults, fresh, "
     "values, shallow, numbers, ordered, distinct, typed, compact, backrefs, pipe, expression, "
-    "instruct, tags, replan=N, vote=K; see docs/techniques.md.")
+    "instruct, tags, observe, replan=N, vote=K; see docs/techniques.md.")
 THRESHOLD_OPT = typer.Option(None, "--threshold",
                              help="Keep tools at least this similar to the goal (0..1).")
 MAX_TOOLS_OPT = typer.Option(None, "--max-tools", help="Keep at most this many tools, "

@@ -233,12 +233,14 @@ class ToolCallingPlanner:
         return stated
 
     def _observed(self, loop: _Loop, stated: dict[str, str] | None) -> Any:
-        """With grounded answers, when a result is a record: the part of the results the
-        model takes as the answer, seeing the goal and the results alone
-        (`observe.observe`); in the conversation, under the labelled choice, the 1.5B
-        answered a book's author to "how many pages" (2 of 3 goals). None otherwise."""
+        """With `observe` and grounded answers, when a result is a record: the part of the
+        results the model takes as the answer, seeing the goal and the results alone
+        (`observe.observe`). In the conversation, under the labelled choice, the 1.5B
+        answered a book's author to "how many pages" (2 of 3 goals; with `observe` 3 of
+        3); the 0.5B answered the order's customer instead of its total with it (1 case),
+        so its catalog default leaves it off. None otherwise."""
         records = [v for v in loop.observed if is_record(v)]
-        if stated is None or not records:
+        if not self.techniques.observe or stated is None or not records:
             return None
         value = loop.observed[0] if len(loop.observed) == 1 else list(loop.observed)
         return observe(self.llm, loop.goal, value, self.settings, loop.out.log)
