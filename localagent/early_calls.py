@@ -86,11 +86,11 @@ class EarlyCalls:
 
     def watch(self, text: str) -> bool:
         """A give-up criterion that never gives up: start what `text` completes."""
-        try:
-            for start, end, depth in self._closed(text):
+        for start, end, depth in self._closed(text):
+            try:  # per object: the scan goes on whatever one object does
                 self._consider(text[start:end], depth)
-        except Exception:  # noqa: BLE001 - never disturb generation; the plan runs anyway
-            _log.debug("early calls: text not read", exc_info=True)
+            except Exception:  # noqa: BLE001 - never disturb generation; the plan runs anyway
+                _log.debug("early calls: an object not read", exc_info=True)
         return False
 
     def _closed(self, text: str) -> Iterator[tuple[int, int, int]]:
@@ -205,6 +205,8 @@ class EarlyCalls:
     def result_for(self, call: Call, step: int | None = None) -> Future[ExecutionResult] | None:
         """The started run of `call` (of step `step` of a sequential plan), marked taken;
         None when it was not started early (or is the very call this thread computes)."""
+        if not self._started:  # nothing started: no key to compute (every call asks)
+            return None
         key = call_key(call) if step is None else f"#{step} {call_key(call)}"
         if key == getattr(self._local, "key", None):
             return None

@@ -239,8 +239,8 @@ class ToolCallingPlanner:
         answered a book's author to "how many pages" (2 of 3 goals; with `observe` 3 of
         3); the 0.5B answered the order's customer instead of its total with it (1 case),
         so its catalog default leaves it off. None otherwise."""
-        records = [v for v in loop.observed if is_record(v)]
-        if not self.techniques.observe or stated is None or not records:
+        if (not self.techniques.observe or stated is None
+                or not any(is_record(v) for v in loop.observed)):
             return None
         value = loop.observed[0] if len(loop.observed) == 1 else list(loop.observed)
         return observe(self.llm, loop.goal, value, self.settings, loop.out.log)
