@@ -62,13 +62,19 @@ class AgentResult:
     outputs: list[str] = field(default_factory=list)  # the model's raw planning texts
     attempts: list[dict[str, Any]] = field(default_factory=list)  # plans run (replan, vote)
     techniques: str = ""
+    # the typed answer's JSON form (a declared `output_type`): `to_dict` prints it
+    dump: Callable[[Any], Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    def answer_json(self) -> Any:
+        """The answer as JSON data: a typed answer (a model instance, a date) dumped."""
+        return self.dump(self.answer) if self.dump is not None and self.ok else self.answer
+
     def to_dict(self) -> dict[str, Any]:
-        return {"answer": self.answer, "planner": self.planner, "model": self.model,
+        return {"answer": self.answer_json(), "planner": self.planner, "model": self.model,
                 "plan": self.plan, "steps": self.steps, "usage": self.usage.to_dict(),
                 "seconds": round(self.seconds, 3), "error": self.error, "tools": self.tools,
                 "parse_failures": self.parse_failures,
@@ -222,20 +228,58 @@ class Agent:
 
     def run(self, goal: str, planner: str = "tree", *, max_iterations: int = 5,
             on_event: OnEvent | None = None,
-            conversation: Conversation | None = None) -> AgentResult:
+            conversation: Conversation | None = None,
+            output_type: Any = None) -> AgentResult:
         """Plan and execute. Bad input raises (UsageError); a run that reaches no answer
         returns an AgentResult with `error` set. With `conversation`, every planner's prompt
         shows its earlier turns before the goal (`PlannerSettings.context`; the techniques
         still read the goal alone), the tool filter reads them too, and this turn is added
-        to it."""
+        to it. With `output_type` (a Pydantic model, dataclass, TypedDict, `Literal`, `int`,
+        `float`, `bool`, `str`, `datetime.date`, a JSON schema dict, an Outlines type;
+        `answer_type.py`), the answer is written under that type's grammar from the run's
+        results and `answer` is the typed value; a type that cannot become a grammar raises
+        AnswerTypeError before any model work."""
         _check(goal, planner, plan_only=False)
-        result = self._run(goal, planner, max_iterations, on_event, conversation)
+        kind = None
+        if output_type is not None:
+            from localagent.answer_type import answer_type
+
+            kind = answer_type(output_type)
+        result = self._run(goal, planner, max_iterations, on_event, conversation,
+                           typed=kind is not None)
+        if kind is not None and result.ok:
+            result = self._typed(goal, result, kind, on_event)
         if conversation is not None:
             conversation.add(goal, result)
         return result
 
+    def _typed(self, goal: str, result: AgentResult, kind: Any,
+               on_event: OnEvent | None) -> AgentResult:
+        """`result` with its answer written as `kind` (planners/typed_answer.py)."""
+        from localagent.planners.base import PlannerEvent
+        from localagent.planners.typed_answer import typed_answer
+
+        start, before, log = time.perf_counter(), self.llm.usage, GenerationLog()
+        try:
+            value = typed_answer(self.llm, goal, result.answer, result.steps, kind,
+                                 self.settings, log)
+        except PlanningError as exc:
+            value, error = None, exc.one_line()
+        else:
+            error = None
+            if on_event is not None:
+                on_event(PlannerEvent("answer_typed", {"answer": kind.dump(value)},
+                                      time.monotonic()))
+        return replace(result, answer=value, error=error, dump=kind.dump,
+                       usage=result.usage + usage_since(self.llm, before),
+                       seconds=result.seconds + time.perf_counter() - start,
+                       outputs=[*result.outputs, *log.raw],
+                       parse_failures=result.parse_failures + log.parse_failures,
+                       stop_reason=result.stop_reason if error is None else "no typed answer")
+
     def _run(self, goal: str, planner: str, max_iterations: int,
-             on_event: OnEvent | None, conversation: Conversation | None) -> AgentResult:
+             on_event: OnEvent | None, conversation: Conversation | None,
+             typed: bool = False) -> AgentResult:
         if max_iterations < 1:
             raise UsageError(f"max_iterations must be at least 1, got {max_iterations}")
         self.settings.for_planner(planner)  # bad technique changes: UsageError, no model load
@@ -246,7 +290,8 @@ class Agent:
         specs = self.tools_for(settings.framed(goal))
         log = GenerationLog()
         ctx = _RunContext(self, goal, planner, specs, log, start, before,
-                          SideEffectLedger(self.approve, dry_run=self.dry_run), settings)
+                          SideEffectLedger(self.approve, dry_run=self.dry_run), settings,
+                          typed)
         try:
             if planner in ("tree", "sequential"):
                 return self._run_plan(ctx, on_event)
@@ -278,7 +323,7 @@ class Agent:
         if run.votes:
             reason += f"; votes {run.votes}"
         value = result.value if run.error is None and result else None
-        if is_record(value):  # the model takes the part that answers the goal
+        if is_record(value) and not ctx.typed:  # the model takes the part that answers
             value = observe(self.llm, ctx.goal, value, ctx.settings, ctx.log)
             if on_event is not None:
                 on_event(PlannerEvent("answer_observed", {"answer": value}, time.monotonic()))
@@ -315,6 +360,7 @@ class _RunContext:
     before: Usage
     effects: SideEffectLedger  # the run's side-effect calls, shared by its executors
     settings: PlannerSettings  # the agent's, with the run's conversation context
+    typed: bool = False  # a typed answer follows: it reads the whole results itself
 
     def result(self, answer: Any, plan: dict[str, Any] | None, steps: list[dict[str, Any]],
                *, error: str | None, stop_reason: str = "",

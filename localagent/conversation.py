@@ -52,7 +52,7 @@ class Turn:
     answer: Any
 
     def text(self, max_chars: int = MAX_CHARS) -> str:
-        lines = [f"Goal: {self.goal}", *(f"Call: {_call(*c)}" for c in self.calls),
+        lines = [f"Goal: {self.goal}", *(f"Call: {call_text(*c)}" for c in self.calls),
                  f"Answer: {_short(self.answer, max_chars // 2)}"]
         text = "\n".join(lines)
         return text if len(text) <= max_chars else text[:max_chars - 3] + "..."
@@ -69,7 +69,7 @@ class Conversation:
         """Keep `goal` and what its run called and answered (an unanswered goal too: its
         calls may be what the next line refers to)."""
         answer = result.answer if result.ok else f"(no answer: {result.error})"
-        self.turns.append(Turn(goal, tuple(_calls(result.steps))[:MAX_CALLS], answer))
+        self.turns.append(Turn(goal, tuple(calls_of(result.steps))[:MAX_CALLS], answer))
         del self.turns[:-self.max_turns]
 
     def clear(self) -> None:
@@ -102,7 +102,7 @@ class Conversation:
         return f"Earlier in this conversation:\n{earlier}"
 
 
-def _calls(steps: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
+def calls_of(steps: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
     """(function, arguments, result) for each finished call in a run's steps, whatever the
     planner: trace events (tree, sequential), ReAct steps, tool-calling turns."""
     out = []
@@ -118,9 +118,10 @@ def _calls(steps: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]
     return out
 
 
-def _call(function: str, args: dict[str, Any], result: Any) -> str:
+def call_text(function: str, args: dict[str, Any], result: Any, limit: int = 200) -> str:
+    """`F(a=1, b="x") -> result`, the result cut to `limit` characters."""
     shown = ", ".join(f"{k}={_short(v, 80)}" for k, v in (args or {}).items())
-    return f"{function}({shown}) -> {_short(result, 200)}"
+    return f"{function}({shown}) -> {_short(result, limit)}"
 
 
 def _short(value: Any, limit: int) -> str:

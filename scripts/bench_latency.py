@@ -116,20 +116,44 @@ def correct(goal: Goal, run: dict[str, Any], suite: Any) -> bool:
     return judge(task, run.get("answer"), run) is None
 
 
+# Run in the child: the CLI, with the wall-clock time of its first model call written to
+# stderr (seconds since the parent started the process), for start-up benchmarks.
+CHILD = """
+import sys, time
+T0 = float(sys.argv.pop())
+from localagent.llm import llama
+def first(name):
+    original = getattr(llama.LlamaCppLLM, name)
+    def timed(self, *a, **k):
+        if not getattr(llama, "_bench_first", False):
+            llama._bench_first = True
+            print(f"FIRST_MODEL_CALL {time.time() - T0:.3f}", file=sys.stderr)
+        return original(self, *a, **k)
+    setattr(llama.LlamaCppLLM, name, timed)
+for name in ("complete", "next_tokens"):
+    first(name)
+from localagent.cli import app
+app(prog_name="localagent")
+"""
+
+
 def run_process(goal: Goal, home: Path, index: Path, threads: int) -> dict[str, Any]:
-    """`localagent run GOAL --json` in a new process; its JSON plus the wall seconds."""
+    """`localagent run GOAL --json` in a new process; its JSON plus the wall seconds and
+    `first_call`, the seconds from the process's start to its first model call."""
     env = {**os.environ, "LOCALAGENT_HOME": str(home), "LOCALAGENT_INDEX_DIR": str(index),
            "LOCALAGENT_PROMPT_CACHE": "1"}
-    cmd = [sys.executable, "-c", "from localagent.cli import app; app(prog_name='localagent')",
-           "run", goal.text, "--json", "--threads", str(threads), *goal.args]
+    cmd = [sys.executable, "-c", CHILD, "run", goal.text, "--json", "--threads", str(threads),
+           *goal.args]
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=1800, check=False)
+    done = subprocess.run([*cmd, str(time.time())], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=1800, check=False)
     wall = time.perf_counter() - start
+    first = [float(line.split()[1]) for line in done.stderr.splitlines()
+             if line.startswith("FIRST_MODEL_CALL ")]
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         return {"error": done.stderr.strip()[-300:] or "no output", "wall": wall}
-    return {**json.loads(lines[-1]), "wall": wall}
+    return {**json.loads(lines[-1]), "wall": wall, "first_call": first[0] if first else None}
 
 
 def row(mode: str, goal: Goal, run: dict[str, Any], suite: Any) -> dict[str, Any]:

@@ -112,6 +112,17 @@ class LarkRules:
         char = f'(?:{JSON_CHAR}|\\\\["\\\\bfnrt]|\\\\u[0-9a-fA-F]{{4}})'
         return f'/"{char}{{{min_len},{n}}}"/'
 
+    def pattern(self, regex: str, max_len: int | None = None) -> str:
+        """A JSON string whose value matches `regex` (JSON Schema's `pattern`: a match
+        anywhere unless anchored; an Outlines `Regex` parameter arrives anchored, see
+        tools/schema.py), within the string bound. llguidance's own JSON string rule does
+        the escaping, so a pattern that admits quotes or backslashes still writes valid
+        JSON."""
+        n = min(max_len if max_len is not None else self.bounds.max_string,
+                self.bounds.max_string)
+        return self.add("pat", "%json " + json.dumps(
+            {"type": "string", "pattern": regex, "maxLength": n}))
+
     def number(self, integer: bool, nonnegative: bool) -> str:
         sign = "" if nonnegative else "-?"
         digits = f"(?:0|[1-9][0-9]{{0,{self.bounds.max_digits - 1}}})"
@@ -184,6 +195,8 @@ class LarkRules:
     def _typed(self, schema: Schema, t: str | None, depth: int, hook: Hook | None,
                tag: str, root: Schema) -> list[str]:
         if t == "string":
+            if "pattern" in schema:
+                return [self.pattern(schema["pattern"], schema.get("maxLength"))]
             return [self.string(schema.get("maxLength"), int(schema.get("minLength", 0)))]
         if t in ("number", "integer"):
             minimum = schema.get("minimum", schema.get("exclusiveMinimum"))

@@ -134,10 +134,31 @@ def _split_annotation(annotation: Any) -> tuple[Any, str | None, bool]:
         return annotation, None, False
     base, *metadata = get_args(annotation)
     texts = [m for m in metadata if isinstance(m, str)]
-    others = [m for m in metadata if not isinstance(m, str)]
+    others = [m for item in metadata if not isinstance(item, str) for m in _outlines_term(item)]
     has_field_description = any(isinstance(m, FieldInfo) and m.description for m in others)
     kept = Annotated[(base, *others)] if others else base  # type: ignore[valid-type]
     return kept, (" ".join(texts) or None), has_field_description
+
+
+def _outlines_term(item: Any) -> list[Any]:
+    """Metadata as pydantic reads it. An Outlines type (`Regex(r"[A-Z]{3}")`,
+    `outlines.types.email`) stays for validation (it checks a full match) and adds its
+    regular expression, anchored, as the JSON schema's `pattern`: JSON Schema's `pattern`
+    matches anywhere, and the grammars (grammar/jsonlark.py) enforce the schema as written.
+    Outlines is imported only when such metadata is present (its import takes a second)."""
+    if not type(item).__module__.startswith("outlines."):
+        return [item]
+    from outlines.types.dsl import Term, to_regex
+    from pydantic import WithJsonSchema
+
+    if not isinstance(item, Term):
+        return [item]
+    try:
+        regex = to_regex(item)
+    except Exception as exc:  # noqa: BLE001 - Outlines raises several kinds here
+        raise PluginLoadError(f"an Outlines type as a parameter must be a regular "
+                              f"expression: {_first_line(exc)}") from None
+    return [item, WithJsonSchema({"type": "string", "pattern": f"^(?:{regex})$"})]
 
 
 def _create_model(qualified_name: str, fields: dict[str, Any]) -> type[BaseModel]:
@@ -170,7 +191,7 @@ def _returns_schema(hints: Mapping[str, Any], qualified_name: str) -> dict[str, 
     if "return" not in hints:
         return {}
     try:
-        raw = TypeAdapter(_pydantic_typeddicts(hints["return"])).json_schema(
+        raw = TypeAdapter(pydantic_typeddicts(hints["return"])).json_schema(
             mode="serialization")
     except Exception as exc:  # noqa: BLE001 - see above
         raise PluginLoadError(
@@ -179,13 +200,13 @@ def _returns_schema(hints: Mapping[str, Any], qualified_name: str) -> dict[str, 
     return clean_schema(inline_refs(raw, qualified_name))
 
 
-def _pydantic_typeddicts(annotation: Any) -> Any:
+def pydantic_typeddicts(annotation: Any) -> Any:
     """`annotation` with every `typing.TypedDict` class (which pydantic refuses before
     Python 3.12) rebuilt as a `typing_extensions.TypedDict` of the same keys, also inside
     `list[...]`, `dict[str, ...]` and unions, so a return type written with either works."""
     if typing_is_typeddict(annotation) and not isinstance(annotation, _TEXT_TYPEDDICT_META):
         hints = get_type_hints(annotation, include_extras=True)
-        fields = {k: _pydantic_typeddicts(v) for k, v in hints.items()}
+        fields = {k: pydantic_typeddicts(v) for k, v in hints.items()}
         rebuilt: Any = TypedDict(annotation.__name__, fields,  # type: ignore[operator]
                                  total=annotation.__total__)
         rebuilt.__required_keys__ = annotation.__required_keys__
@@ -194,7 +215,7 @@ def _pydantic_typeddicts(annotation: Any) -> Any:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is None or not args or origin is Annotated:
         return annotation
-    converted = tuple(_pydantic_typeddicts(a) for a in args)
+    converted = tuple(pydantic_typeddicts(a) for a in args)
     if converted == args:
         return annotation
     try:
