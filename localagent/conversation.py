@@ -68,7 +68,9 @@ class Conversation:
     def add(self, goal: str, result: _Result) -> None:
         """Keep `goal` and what its run called and answered (an unanswered goal too: its
         calls may be what the next line refers to)."""
-        answer = result.answer if result.ok else f"(no answer: {result.error})"
+        dump = getattr(result, "answer_json", None)  # a typed answer as JSON data
+        answer = ((dump() if dump else result.answer) if result.ok
+                  else f"(no answer: {result.error})")
         self.turns.append(Turn(goal, tuple(calls_of(result.steps))[:MAX_CALLS], answer))
         del self.turns[:-self.max_turns]
 

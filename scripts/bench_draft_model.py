@@ -51,7 +51,7 @@ class Call:
     planner: str
     prompt: str
     constraint: Any
-    text: str
+    out: list[int]  # the tokens the target wrote, as its KV cache holds them
 
 
 def rss_mib() -> float:
@@ -83,7 +83,10 @@ def target_calls(target: Any) -> list[Call]:
     def recording(prompt: str, **kwargs: Any) -> Any:
         out = original(prompt, **kwargs)
         if kwargs.get("constraint") is not None and not kwargs.get("temperature"):
-            calls.append(Call(planner_now[0], prompt, kwargs["constraint"], out.text))
+            n_prompt = len(target.tokenize(prompt))
+            llama = target.llama
+            written = [int(t) for t in llama._input_ids[n_prompt:llama.n_tokens]]
+            calls.append(Call(planner_now[0], prompt, kwargs["constraint"], written))
         return out
 
     agent = Agent(target, examples=True)
@@ -100,8 +103,7 @@ def agreement(call: Call, target: Any, draft: Any) -> list[bool]:
     """At each grammar choice of the target's output, whether the draft model's masked
     argmax (teacher-forced on the target's tokens) is the target's token."""
     prompt = target.tokenize(call.prompt)
-    # as the grammar writes it: text pieces, never a special token such as <tool_call>
-    out = target.llama.tokenize(call.text.encode(), add_bos=False, special=False)
+    out = call.out
     llama = draft.llama
     llama.reset()
     llama._ctx.kv_cache_seq_rm(-1, 0, -1)

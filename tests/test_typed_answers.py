@@ -159,3 +159,34 @@ def test_a_bad_output_type_fails_before_any_model_work() -> None:
     with pytest.raises(AnswerTypeError):
         Agent(llm, registry=ToolRegistry()).run("goal", output_type=set)
     assert llm.requests == []
+
+
+# --- real models ---------------------------------------------------------------------------
+
+
+class Facts(BaseModel):  # other names than the record's: the model maps them
+    writer: str
+    page_count: int
+
+
+@pytest.mark.parametrize("planner", ["tree", "tools"])
+def test_real_model_fills_a_pydantic_answer_from_the_results(default_llm, planner) -> None:
+    registry = ToolRegistry()
+    registry.add_plugin(Library())
+    result = Agent(default_llm, registry=registry).run(
+        "Who wrote Frankenstein and how many pages does it have?", planner=planner,
+        output_type=Facts)
+    assert result.ok, result.error
+    assert isinstance(result.answer, Facts)
+    assert result.answer == Facts(writer="Mary Shelley", page_count=280)
+
+
+def test_real_model_answers_a_literal_on_a_german_goal(default_llm) -> None:
+    agent = Agent(default_llm, examples=True)
+    result = agent.run("Hat es heute in London geregnet?", planner="tools",
+                       output_type=Literal["yes", "no"])
+    assert result.ok, result.error
+    assert result.answer in ("yes", "no")
+    called = [c["function"] for s in result.steps for c in s.get("calls", [])]
+    assert any(f.startswith("WeatherPlugin.") for f in called), result.steps
+    assert result.answer == "yes"  # London's offline weather: 4.2 mm of rain today

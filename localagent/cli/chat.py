@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -29,6 +30,7 @@ from localagent.cli.run import (
     MAX_TOOLS_OPT,
     MCP_OPT,
     MODEL_OPT,
+    OUTPUT_SCHEMA_OPT,
     PLANNER_OPT,
     PLUGINS_OPT,
     TECHNIQUES_OPT,
@@ -40,6 +42,7 @@ from localagent.cli.run import (
     _LiveView,
     _print_result,
     _settings,
+    read_output_schema,
 )
 from localagent.conversation import Conversation
 from localagent.errors import LocalAgentError, UsageError
@@ -76,6 +79,7 @@ class ChatSession:
     max_iterations: int
     agent: Any = field(init=False)
     conversation: Conversation = field(default_factory=Conversation)
+    output_type: Any = None  # every answer written as this type (--output-schema)
 
     def __post_init__(self) -> None:
         self.agent = self.make_agent(self.model)
@@ -123,7 +127,8 @@ class ChatSession:
         """Run one goal and print its steps and answer; whether it was answered."""
         result = self.agent.run(goal, planner=self.planner,
                                 max_iterations=self.max_iterations, on_event=_LiveView(),
-                                conversation=self.conversation)
+                                conversation=self.conversation,
+                                output_type=self.output_type)
         _print_result(result)
         return bool(result.ok)
 
@@ -190,11 +195,13 @@ def chat_command(
     exclude_plugin: list[str] | None = EXCLUDE_PLUGIN_OPT,
     yes: bool = YES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    output_schema: Path | None = OUTPUT_SCHEMA_OPT,
 ) -> None:
     from localagent.agent import PLANNERS
 
     if planner is not None and planner not in PLANNERS:
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
+    output_type = read_output_schema(output_schema)  # a bad file: exit 2, no model loaded
     cfg = _settings(model=model, planner=planner, max_iterations=max_iterations,
                     techniques=techniques, examples=examples, threads=threads, mcp=mcp or None)
     flt = _filter(threshold, max_tools, include, exclude, exclude_plugin)
@@ -203,7 +210,7 @@ def chat_command(
         return _agent(cfg, plugins, flt, model=name, yes=yes, dry_run=dry_run)
 
     session = ChatSession(make_agent, cfg.value("planner"), cfg.value("model"),
-                          cfg.value("max_iterations"))
+                          cfg.value("max_iterations"), output_type=output_type)
     ctx.call_on_close(lambda: session.agent.close())  # its MCP servers, at the end
     answered = unanswered = 0
     for line in read_lines("goal> "):

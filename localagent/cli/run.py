@@ -9,6 +9,7 @@ without it, steps and calls are shown live as they happen.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -121,9 +122,23 @@ SHOW_TOOLS_OPT = typer.Option(False, "--show-tools", help="Print the functions t
 YES_OPT = typer.Option(False, "--yes", "-y", help="Approve every call of a function with "
                        "side effects without asking (default: ask on a terminal, refuse "
                        "without one).")
+OUTPUT_SCHEMA_OPT = typer.Option(
+    None, "--output-schema", metavar="FILE.json", help="Write the answer as JSON of this "
+    "schema, from the tools' results (checked before the model loads; --json prints it as "
+    "JSON).")
 DRY_RUN_OPT = typer.Option(False, "--dry-run", help="Plan and show every call, but run only "
                            "read-only functions: calls with side effects get a placeholder "
                            "result, marked in the output.")
+
+
+def read_output_schema(path: Path | None) -> Any:
+    """The answer type a `--output-schema` file declares, or None; a bad file is one line
+    and exit 2 (AnswerTypeError), before any model loads."""
+    if path is None:
+        return None
+    from localagent.answer_type import answer_type_from_file
+
+    return answer_type_from_file(path)
 
 
 def _show_tools(agent: Any, goal: str, out: Any = console) -> None:
@@ -161,12 +176,14 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only the answer."),
     yes: bool = YES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    output_schema: Path | None = OUTPUT_SCHEMA_OPT,
 ) -> None:
     from localagent.agent import PLANNERS
     from localagent.errors import UsageError
 
     if planner is not None and planner not in PLANNERS:
         raise UsageError(f"--planner must be one of {', '.join(PLANNERS)}, not {planner!r}")
+    output_type = read_output_schema(output_schema)
     if max_iterations is not None and max_iterations < 1:
         raise UsageError("--max-iterations must be at least 1")
     if verbose and quiet:
@@ -181,7 +198,8 @@ def run_command(
     if show_tools and not (as_json or quiet):
         _show_tools(agent, goal)
     result = agent.run(goal, planner=planner, max_iterations=max_iterations,
-                       on_event=None if (as_json or quiet) else _LiveView())
+                       on_event=None if (as_json or quiet) else _LiveView(),
+                       output_type=output_type)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
     elif quiet:
@@ -220,9 +238,16 @@ def _verbose_model(model: Any) -> Any:
                         on_exchange=show)
 
 
+def _shown_answer(result: Any) -> str:
+    """The answer as printed: text as it is, anything else (a typed answer too) as JSON."""
+    answer = result.answer_json()
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False,
+                                                             default=str)
+
+
 def _print_answer_only(result: Any) -> None:
     if result.ok:
-        answer = result.answer if isinstance(result.answer, str) else json.dumps(result.answer)
+        answer = _shown_answer(result)
         typer.echo(answer)
     else:
         from localagent.cli.common import err_console
@@ -305,8 +330,8 @@ def _print_result(result: Any) -> None:
                   f"({u.prompt_tokens_reused} reused), {u.completion_tokens} generated, "
                   f"{result.seconds:.1f}s[/dim]", highlight=False)
     if result.ok:
-        answer = result.answer if isinstance(result.answer, str) else json.dumps(result.answer)
-        console.print(f"[bold green]answer:[/bold green] {answer}", highlight=False)
+        console.print(f"[bold green]answer:[/bold green] {_shown_answer(result)}",
+                      highlight=False)
     else:
         from localagent.cli.common import err_console
 
