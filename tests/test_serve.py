@@ -26,6 +26,7 @@ from conftest import REPO, SMALL_MODEL, run_cli, stop_process
 
 from localagent.constraint import Constraint
 from localagent.errors import UsageError
+from localagent.llm.constrained import matches
 from localagent.llm.remote import RemoteLLM, parse_source
 from localagent.llm.scripted import ScriptedLLM, ScriptedRequest
 from localagent.server import BadRequest, ModelServer
@@ -51,7 +52,23 @@ def test_structured_outputs_grammar_becomes_a_lark_constraint() -> None:
     assert completion_request({"prompt": "Q"}).constraint is None
 
 
+def test_openai_response_format_becomes_a_json_constraint() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    request = chat_request({"messages": [{"role": "user", "content": "hi"}], "response_format": {
+        "type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": True}}})
+    assert request.constraint == Constraint(kind="json_schema", source=json.dumps(schema),
+                                            name="request-json")
+    assert matches(request.constraint, '{"n": 3}') and not matches(request.constraint, "3")
+    anything = completion_request({"prompt": "Q", "response_format": {"type": "json_object"}})
+    assert anything.constraint is not None and matches(anything.constraint, '{"a": [1]}')
+    assert completion_request({"prompt": "Q", "response_format": {"type": "text"}}).constraint is None
+
+
 @pytest.mark.parametrize("body", [
+    {"prompt": "Q", "response_format": {"type": "xml"}},
+    {"prompt": "Q", "response_format": {"type": "json_schema"}},
+    {"prompt": "Q", "response_format": {"type": "json_object"},
+     "structured_outputs": {"regex": "a"}},
     {"prompt": 3},
     {"prompt": ["a", "b"]},
     {"prompt": "Q", "max_tokens": 0},
@@ -226,6 +243,20 @@ def test_real_server_enforces_a_grammar_the_model_would_not_follow(served: Serve
         "prompt": "x", "structured_outputs": {"grammar": "start: ((("}})
     assert broken.status_code == 400 and broken.json()["error"]["type"] == "constraint_error"
     assert httpx.post(f"{served.url}/completions", json={"prompt": "x"}).status_code == 401
+
+
+def test_real_server_answers_in_an_openai_response_format(served: Served) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]},
+                                               "rank": {"type": "integer"}},
+              "required": ["city", "rank"], "additionalProperties": False}
+    reply = httpx.post(f"{served.url}/chat/completions", headers=_auth(), timeout=120, json={
+        "model": SMALL_MODEL, "messages": [{"role": "user", "content": "Say hello."}],
+        "max_tokens": 40, "temperature": 0, "response_format": {
+            "type": "json_schema", "json_schema": {"name": "place", "schema": schema}}})
+    assert reply.status_code == 200, reply.text
+    data = json.loads(reply.json()["choices"][0]["message"]["content"])
+    assert data["city"] in ("Oslo", "Lima") and isinstance(data["rank"], int)
+    assert set(data) == {"city", "rank"}
 
 
 def test_remote_run_gives_the_same_plan_and_answer_as_the_local_run(served: Served) -> None:

@@ -9,8 +9,10 @@ Where the grammar goes: vLLM's field, `structured_outputs: {"grammar": G}` (what
 client sends for `extra_body={"structured_outputs": {...}}`), with `json` (a JSON schema,
 object or text) and `regex` as its siblings, exactly one of them. A grammar is llguidance
 Lark text, as our grammar builders write it; a leading `%llguidance {}` line (llama-server's
-marker) is accepted too. The constraint is applied by our own constraint layer, so the
-server enforces what vLLM's `guidance` backend would.
+marker) is accepted too. OpenAI's own field, `response_format` (`json_schema`,
+`json_object`, `text`), is accepted as well, instead of `structured_outputs`. The constraint
+is applied by our own constraint layer, so the server enforces what vLLM's `guidance`
+backend would.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from localagent.llm.base import Completion, Message
 
 DEFAULT_MAX_TOKENS = 16  # the OpenAI completions API's default
 GRAMMAR_FIELDS = ("grammar", "json", "regex")
+RESPONSE_FORMATS = ("json_schema", "json_object", "text")
 
 
 class BadRequest(Exception):
@@ -111,8 +114,14 @@ def _request(body: dict[str, Any], *, prompt: str | None, messages: tuple[Messag
 
 
 def constraint_from(body: dict[str, Any]) -> Constraint | None:
-    """The constraint a body asks for in `structured_outputs` (None: free text)."""
+    """The constraint a body asks for in `structured_outputs` or OpenAI's `response_format`
+    (None: free text); both at once is a bad request."""
     outputs = body.get("structured_outputs")
+    response_format = body.get("response_format")
+    if response_format is not None:
+        if outputs is not None:
+            raise BadRequest("give 'response_format' or 'structured_outputs', not both")
+        return _response_format(response_format)
     if outputs is None:
         return None
     if not isinstance(outputs, dict):
@@ -135,6 +144,25 @@ def constraint_from(body: dict[str, Any]) -> Constraint | None:
     if field == "regex":
         return Constraint(kind="regex", source=value, name="request-regex")
     return Constraint(kind="lark", source=value, name="request-grammar")
+
+
+def _response_format(value: Any) -> Constraint | None:
+    """OpenAI's structured outputs: `{"type": "json_schema", "json_schema": {"name": N,
+    "schema": S, "strict": true}}`, `{"type": "json_object"}` (any JSON object) or
+    `{"type": "text"}` (free text). The schema is enforced whatever `strict` says: the
+    grammar makes it cost nothing."""
+    if not isinstance(value, dict) or value.get("type") not in RESPONSE_FORMATS:
+        raise BadRequest("'response_format' must be an object whose type is one of "
+                         + ", ".join(RESPONSE_FORMATS))
+    if value["type"] == "text":
+        return None
+    if value["type"] == "json_object":
+        return Constraint(kind="json_schema", source='{"type": "object"}', name="request-json")
+    spec = value.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise BadRequest("response_format.json_schema.schema must be a JSON schema object")
+    return Constraint(kind="json_schema", source=json.dumps(schema), name="request-json")
 
 
 def _usage(completion: Completion) -> dict[str, Any]:
