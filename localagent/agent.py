@@ -267,12 +267,14 @@ class Agent:
             value, error = None, exc.one_line()
         else:
             error = None
-            if on_event is not None:
-                on_event(PlannerEvent("answer_typed", {"answer": kind.dump(value)},
-                                      time.monotonic()))
+        spent, seconds = usage_since(self.llm, before), time.perf_counter() - start
+        if on_event is not None and error is None:
+            on_event(PlannerEvent("answer_typed", {
+                "answer": kind.dump(value), "type": kind.name, "generated": spent.calls > 0,
+                "tokens": spent.completion_tokens, "seconds": round(seconds, 3)},
+                time.monotonic()))
         return replace(result, answer=value, error=error, dump=kind.dump,
-                       usage=result.usage + usage_since(self.llm, before),
-                       seconds=result.seconds + time.perf_counter() - start,
+                       usage=result.usage + spent, seconds=result.seconds + seconds,
                        outputs=[*result.outputs, *log.raw],
                        parse_failures=result.parse_failures + log.parse_failures,
                        stop_reason=result.stop_reason if error is None else "no typed answer")
