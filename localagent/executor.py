@@ -26,6 +26,7 @@ timeouts, budgets, the error policy and the trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -59,6 +60,9 @@ if TYPE_CHECKING:
 __all__ = ["ExecutionPolicy", "ExecutionResult", "Executor", "OnEvent", "RunError"]
 
 OnEvent = Callable[[Event], None]
+# (a result, the field path a plan named that it lacks, the access as text) -> a path of
+# that result to take instead, or None
+FieldRepair = Callable[[Any, FieldPath, str], "FieldPath | None"]
 
 
 class EarlyResults(Protocol):
@@ -138,6 +142,9 @@ class Executor:
         )
         # calls started while their plan was generated (early_calls.py); set per plan
         self.early: EarlyResults | None = None
+        # asked when a field a plan takes is not in its result (plan_runner: the model
+        # chooses among the result's own fields); None: the failure stands
+        self.repair: FieldRepair | None = None
 
     def reset_budget(self) -> None:
         """Start counting calls and seconds afresh (e.g. for the next agent run)."""
@@ -289,7 +296,8 @@ class Executor:
         if not call.field:
             return value
         return _field_of(value, call.field, f"{call.function}(...){path_text(call.field)}",
-                         call.function, call_id, path, run, self.policy.on_error == "stop")
+                         call.function, call_id, path, run, self.policy.on_error == "stop",
+                         self.repair)
 
     async def _eval_arg(self, arg: Any, path: str, parent_id: int, run: _Run) -> Any:
         if isinstance(arg, Call):
@@ -318,7 +326,7 @@ class Executor:
         if not ref.path:
             return value
         return _field_of(value, ref.path, str(ref), None, None, "", run,
-                         self.policy.on_error == "stop")
+                         self.policy.on_error == "stop", self.repair)
 
     async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
                       parent_id: int | None, path: str, run: _Run) -> Any:
@@ -458,18 +466,27 @@ class Executor:
 
 
 def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
-              call_id: int | None, where: str, run: _Run, stop: bool) -> Any:
-    """The part of a result a field access names (`$1.total`, a call's `field`); one that
-    does not exist is a failure as data (a RunError of kind "reference", recorded in the
-    run's errors and its trace; under error policy "stop" it ends the run), never a crash."""
+              call_id: int | None, where: str, run: _Run, stop: bool,
+              repair: FieldRepair | None = None) -> Any:
+    """The part of a result a field access names (`$1.total`, a call's `field`). One that
+    does not exist goes to `repair` (a record's field a plan named before it saw the
+    record: `-> dict` declares no keys), whose choice is taken when it exists; else it is
+    a failure as data (a RunError of kind "reference", recorded in the run's errors and
+    its trace; under error policy "stop" it ends the run), never a crash."""
     try:
         return follow(value, path)
     except FieldAccessError as exc:
-        failure = RunError("reference", f"{what}: {exc}", function, call_id, where)
-        run.errors.append(failure)
-        if stop:
-            run.stop(failure)
-        raise _Failed(failure) from None
+        error = exc
+    if repair is not None and isinstance(value, (dict, list)):
+        chosen = repair(value, path, what)
+        if chosen is not None:
+            with contextlib.suppress(FieldAccessError):
+                return follow(value, chosen)
+    failure = RunError("reference", f"{what}: {error}", function, call_id, where)
+    run.errors.append(failure)
+    if stop:
+        run.stop(failure)
+    raise _Failed(failure)
 
 
 def _placed(event: Event, path: str, parent_id: int | None) -> Event:

@@ -66,3 +66,76 @@ def test_real_model_answers_the_field_not_the_record(default_llm, planner: str) 
     result = Agent(default_llm, registry=registry).run(goal, planner=planner)
     assert result.ok, result.error
     assert str(result.answer) == str(expected)
+
+
+# --- a field the plan named before it saw the record (repair_field) -----------------------
+
+ORDER = {"number": 23, "customer": "Li Wei", "total": 19.9, "placed": "2024-04-11"}
+
+
+class Desk:
+    @tool
+    def order(self, number: int) -> dict:
+        """Look up an order by its number: customer, total and the date it was placed."""
+        return {**ORDER, "number": number}
+
+    @tool
+    def double(self, value: float) -> float:
+        """Twice a number."""
+        return value * 2
+
+
+def _desk() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.add_plugin(Desk())
+    return registry
+
+
+def test_a_missing_field_is_chosen_again_among_the_records_own_parts() -> None:
+    from localagent.agent import Agent
+
+    plan = '{"function": "Desk.order", "args": {"number": 23}, "field": "date_placed"}'
+    llm = ScriptedLLM([plan, 'placed: "2024-04-11"'])
+    events: list = []
+    result = Agent(llm, registry=_desk(), techniques="plain").run(
+        "When was order 23 placed?", planner="tree", on_event=events.append)
+    assert result.ok, result.error
+    assert result.answer == "2024-04-11"
+    repair = llm.requests[1]
+    assert repair.constraint is not None and repair.constraint.name == "field-repair"
+    assert matches(repair.constraint, "customer: \"Li Wei\"")
+    assert not matches(repair.constraint, "date_placed: \"2024-04-11\"")  # only its parts
+    assert "date_placed" in repair.prompt and "Li Wei" in repair.prompt
+    repaired = [e.detail for e in events if getattr(e, "kind", "") == "field_repaired"]
+    assert repaired == [{"access": "Desk.order(...).date_placed", "took": "placed"}]
+
+
+def test_a_sequential_reference_to_a_missing_field_is_repaired_too() -> None:
+    from localagent.agent import Agent
+
+    plan = ('{"input": "", "subtasks": [{"function": "Desk.order", "args": {"number": 23}}, '
+            '{"function": "Desk.double", "args": {"value": "$1.amount"}}]}')
+    llm = ScriptedLLM([plan, "total: 19.9"])
+    result = Agent(llm, registry=_desk(), techniques="plain").run(
+        "What is twice the total of order 23?", planner="sequential")
+    assert result.ok, result.error
+    assert result.answer == 39.8
+
+
+def test_a_field_that_exists_costs_no_generation() -> None:
+    from localagent.agent import Agent
+
+    plan = '{"function": "Desk.order", "args": {"number": 23}, "field": "placed"}'
+    llm = ScriptedLLM([plan])
+    result = Agent(llm, registry=_desk(), techniques="plain").run(
+        "When was order 23 placed?", planner="tree")
+    assert result.answer == "2024-04-11" and len(llm.requests) == 1
+
+
+def test_real_model_takes_the_records_own_field_when_the_plan_guessed(default_llm) -> None:
+    from localagent.agent import Agent
+
+    result = Agent(default_llm, registry=_desk()).run(
+        "An welchem Datum wurde Bestellung 23 aufgegeben?", planner="tree")
+    assert result.ok, result.error
+    assert result.answer == "2024-04-11"

@@ -36,8 +36,10 @@ from typing import Any, Protocol
 from localagent.early_calls import EarlyCalls
 from localagent.errors import PlanningError, PlanValidationError
 from localagent.execution import ExecutionResult
-from localagent.executor import Executor
+from localagent.executor import Executor, FieldRepair
+from localagent.llm.base import LLM
 from localagent.plan import SequentialPlan, TreePlan, plan_to_dict
+from localagent.plan_nodes import FieldPath, path_text
 from localagent.planners.base import GenerationLog, PlannerEvent, PlannerSettings
 from localagent.planners.techniques import Techniques
 
@@ -46,6 +48,7 @@ OnEvent = Callable[[Any], None]
 
 
 class PlanPlanner(Protocol):
+    llm: LLM
     settings: PlannerSettings
     techniques: Techniques
 
@@ -173,6 +176,7 @@ def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor]
         early = (EarlyCalls(executor, "tree" if planner.kind == "tree" else "sequential")
                  if executor.policy.stream and planner.kind in ("tree", "sequential") else None)
         executor.early, watch = early, (early.watch if early is not None else None)
+        executor.repair = _field_repair(planner, goal, log, settings, on_event)
         try:
             if replan == 0:
                 planned = first if first is not None else planner.plan(
@@ -197,6 +201,23 @@ def _solve(planner: PlanPlanner, goal: str, new_executor: Callable[[], Executor]
         run.attempts.append(attempt)
         if attempt.ok:
             return
+
+
+def _field_repair(planner: PlanPlanner, goal: str, log: GenerationLog,
+                  settings: PlannerSettings, on_event: OnEvent | None) -> FieldRepair:
+    """The executor's answer to a field the plan named that its record lacks: the model's
+    choice among the record's parts (`observe.repair_field`), reported as a planner event."""
+    from localagent.planners.observe import repair_field
+
+    def repair(value: Any, wanted: FieldPath, access: str) -> FieldPath | None:
+        chosen = repair_field(planner.llm, goal, value, wanted, access, settings, log)
+        if on_event is not None:
+            on_event(PlannerEvent("field_repaired", {
+                "access": access, "took": path_text(chosen, lead=False) if chosen else None},
+                time.monotonic()))
+        return chosen
+
+    return repair
 
 
 def _execute(plan: TreePlan | SequentialPlan, executor: Executor, sample: int, replan: int,
