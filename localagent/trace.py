@@ -180,7 +180,15 @@ def describe(event: Any, start: float = 0.0, depth: int = 0) -> str:
     if isinstance(event, RunFinished):
         outcome = "finished" if event.ok else f"failed: {event.error}"
         return f"{clock} run {outcome} ({event.calls} calls, {event.seconds:.2f}s)"
-    return f"{clock} {pad}{getattr(event, 'kind', type(event).__name__)}"
+    kind, detail = getattr(event, "kind", type(event).__name__), getattr(event, "detail", None)
+    if kind == "answer_typed" and isinstance(detail, dict):
+        how = (f"{detail.get('tokens')} tokens" if detail.get("generated")
+               else "the result as it was")
+        return f"{clock} {pad}answer written as {detail.get('type')} ({how})"
+    if kind == "field_repaired" and isinstance(detail, dict):
+        return (f"{clock} {pad}{detail.get('access')}: no such field; took "
+                f"{detail.get('took') or 'none'}")
+    return f"{clock} {pad}{kind}"
 
 
 _SOURCE_NOTES: dict[str, str] = {"tool": "", "early": "",  # timed as it ran
