@@ -263,7 +263,9 @@ class Agent:
         try:
             value = typed_answer(self.llm, goal, result.answer, result.steps, kind,
                                  self.settings, log)
-        except PlanningError as exc:
+        except LocalAgentError as exc:  # no typed answer (a PlanningError, a ConstraintError)
+            if exc.exit_code == 2:
+                raise
             value, error = None, exc.one_line()
         else:
             error = None
@@ -276,7 +278,8 @@ class Agent:
         return replace(result, answer=value, error=error, dump=kind.dump,
                        usage=result.usage + spent, seconds=result.seconds + seconds,
                        outputs=[*result.outputs, *log.raw],
-                       parse_failures=result.parse_failures + log.parse_failures,
+                       parse_failures=(result.parse_failures + log.parse_failures
+                                       + log.truncations),
                        stop_reason=result.stop_reason if error is None else "no typed answer")
 
     def _run(self, goal: str, planner: str, max_iterations: int,

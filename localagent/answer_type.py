@@ -26,7 +26,7 @@ exit 2), before any model work. `typed_answer` is the step that writes the answe
 
 from __future__ import annotations
 
-import dataclasses
+import datetime
 import json
 import typing
 from collections.abc import Callable
@@ -85,6 +85,19 @@ def _type_name(spec: Any) -> str:
     return getattr(spec, "__name__", None) or repr(spec).replace("typing.", "")
 
 
+SCALARS = (int, float, bool, str, datetime.date, datetime.datetime, datetime.time)
+
+
+def _is_text_type(spec: Any) -> bool:
+    """A type whose answer is one bare value (Outlines writes it as a regular expression):
+    the scalars, and `Literal` of strings and numbers."""
+    if spec in SCALARS:
+        return True
+    return typing.get_origin(spec) is typing.Literal and all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        for v in typing.get_args(spec))
+
+
 def _from_python_type(spec: Any) -> AnswerType:
     from outlines.types.dsl import JsonSchema, python_types_to_terms
     from pydantic import TypeAdapter
@@ -96,27 +109,35 @@ def _from_python_type(spec: Any) -> AnswerType:
         adapter = TypeAdapter(pydantic_typeddicts(spec))
     except Exception as exc:  # noqa: BLE001 - pydantic raises several kinds here
         raise AnswerTypeError(f"cannot use {name} as an answer type: {_line(exc)}") from None
-    try:
-        term = python_types_to_terms(spec)
-    except (TypeError, ValueError):
-        if not (typing.is_typeddict(spec) or dataclasses.is_dataclass(spec)):
-            raise AnswerTypeError(f"cannot use {name} as an answer type: Outlines turns "
-                                  f"no grammar out of it") from None
-        term = None  # a TypedDict: its schema from pydantic
-    if term is None or isinstance(term, JsonSchema):
+    if not _is_text_type(spec):
+        # Structured types are JSON: Outlines' schema of a model or dataclass; pydantic's
+        # for what Outlines 1.3 refuses (TypedDict, Optional, tuples, lists of records)
         try:
-            schema = adapter.json_schema() if term is None else _schema_of(term)
+            term = python_types_to_terms(spec)
+        except (TypeError, ValueError):
+            term = None
+        try:
+            schema = (_schema_of(term) if isinstance(term, JsonSchema)
+                      else adapter.json_schema())
         except Exception as exc:  # noqa: BLE001
             raise AnswerTypeError(f"cannot use {name} as an answer type: "
                                   f"{_line(exc)}") from None
         return _from_schema(schema, name, adapter=adapter)
-    regex = _regex(term, name)
+    try:
+        regex = _regex(python_types_to_terms(spec), name)
+    except (TypeError, ValueError) as exc:
+        raise AnswerTypeError(f"cannot use {name} as an answer type: {_line(exc)}") from None
 
     def parse(text: str) -> Any:
+        if spec is str:  # Outlines writes a str as a JSON string: read it as one
+            value = json.loads(text)
+            if not isinstance(value, str):
+                raise ValueError("not a JSON string")
+            return value
         try:
             return adapter.validate_json(text)
         except ValueError:
-            return adapter.validate_python(text)
+            return adapter.validate_python(text)  # True, 2024-03-01, a Literal's word
 
     return AnswerType(name=name, constraint=Constraint("regex", regex, name="typed-answer"),
                       shown=f"{name}, as text matching the regular expression {regex}",
@@ -134,14 +155,16 @@ def _from_outlines_term(term: Any) -> AnswerType:
         _check_compiles(constraint, "CFG")
         return AnswerType(name="CFG", constraint=constraint,
                           shown=f"text of this grammar:\n{term.definition}",
-                          parse=str, accepts=lambda v: _text_in(v, constraint),
+                          parse=lambda t: _text_in(t, constraint),
+                          accepts=lambda v: _text_in(v, constraint),
                           dump=lambda v: v)
     if not isinstance(term, Term):
         raise AnswerTypeError(f"cannot use {term!r} as an answer type")
     regex = _regex(term, type(term).__name__)
     constraint = Constraint("regex", regex, name="typed-answer")
     return AnswerType(name="Regex", constraint=constraint,
-                      shown=f"text matching the regular expression {regex}", parse=str,
+                      shown=f"text matching the regular expression {regex}",
+                      parse=lambda t: _text_in(t, constraint),
                       accepts=lambda v: _text_in(v, constraint), dump=lambda v: v)
 
 
@@ -178,6 +201,7 @@ def _from_schema(schema: dict[str, Any], name: str, adapter: Any) -> AnswerType:
         parse: Callable[[str], Any] = adapter.validate_json
 
         def accepts(value: Any) -> Any:
+            _covers(schema, value)
             return adapter.validate_python(value)
 
         def dump(value: Any) -> Any:
@@ -186,7 +210,9 @@ def _from_schema(schema: dict[str, Any], name: str, adapter: Any) -> AnswerType:
         def parse(text: str) -> Any:
             return checked(json.loads(text))
 
-        accepts = checked
+        def accepts(value: Any) -> Any:
+            _covers(schema, value)
+            return checked(value)
 
         def dump(value: Any) -> Any:
             return value
@@ -194,6 +220,16 @@ def _from_schema(schema: dict[str, Any], name: str, adapter: Any) -> AnswerType:
     return AnswerType(name=name, constraint=constraint,
                       shown=f"JSON matching this schema: {shown}", parse=parse,
                       accepts=accepts, dump=dump)
+
+
+def _covers(schema: dict[str, Any], value: Any) -> None:
+    """A value at hand stands for the answer only when it holds every property the schema
+    declares (a record with the type's own keys), not merely the required ones: defaults
+    would fill the rest with nothing the results said."""
+    props = schema.get("properties")
+    if isinstance(props, dict) and props and not (
+            isinstance(value, dict) and set(props) <= set(value)):
+        raise ValueError("the value lacks some of the type's fields")
 
 
 def _schema_of(term: Any) -> dict[str, Any]:

@@ -477,7 +477,7 @@ def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
         return follow(value, path)
     except FieldAccessError as exc:
         error = exc
-    if repair is not None and isinstance(value, (dict, list)):
+    if repair is not None and _missing_key(value, path):
         chosen = repair(value, path, what)
         if chosen is not None:
             with contextlib.suppress(FieldAccessError):
@@ -487,6 +487,21 @@ def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
     if stop:
         run.stop(failure)
     raise _Failed(failure)
+
+
+def _missing_key(value: Any, path: FieldPath) -> bool:
+    """Whether `path` fails at a key an object lacks (what a repair may choose again), not
+    at an index past a list's end or on a value of the wrong kind."""
+    for part in path:
+        if isinstance(part, str) and isinstance(value, dict):
+            if part not in value:
+                return True
+            value = value[part]
+        elif isinstance(part, int) and isinstance(value, (list, tuple)) and part < len(value):
+            value = value[part]
+        else:
+            return False
+    return False
 
 
 def _placed(event: Event, path: str, parent_id: int | None) -> Event:

@@ -139,3 +139,17 @@ def test_real_model_takes_the_records_own_field_when_the_plan_guessed(default_ll
         "An welchem Datum wurde Bestellung 23 aufgegeben?", planner="tree")
     assert result.ok, result.error
     assert result.answer == "2024-04-11"
+
+
+def test_the_model_may_choose_none_and_an_index_past_the_end_is_never_repaired() -> None:
+    from localagent.agent import Agent
+
+    plan = '{"function": "Desk.order", "args": {"number": 23}, "field": "date_placed"}'
+    llm = ScriptedLLM([plan, "(none of these)"])
+    result = Agent(llm, registry=_desk(), techniques="plain").run(
+        "When was order 23 placed?", planner="tree")
+    assert not result.ok and "no field 'date_placed'" in (result.error or "")
+    from localagent.executor import _missing_key
+
+    assert _missing_key({"a": 1}, ("b",)) and not _missing_key([1, 2], (5,))
+    assert not _missing_key({"a": [1]}, ("a", 3)) and _missing_key({"a": [{}]}, ("a", 0, "x"))

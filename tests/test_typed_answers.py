@@ -81,14 +81,45 @@ def test_outlines_types_and_json_schemas() -> None:
     _fits(schema, '{"n": 3}', {"n": 3})
 
 
+class Optional_(BaseModel):
+    city: str | None = None
+    rank: int | None = None
+
+
+def test_structured_types_parse_from_json_and_text_stays_text() -> None:
+    _fits(int | None, "null", None)
+    _fits(tuple[int, str], '[1, "a"]', (1, "a"))
+    _fits(list[Place], '[{"city": "Lyon", "country": "France"}]',
+          [{"city": "Lyon", "country": "France"}])
+    kind = answer_type(str)
+    assert kind.parse('"Mary Shelley"') == "Mary Shelley"
+    with pytest.raises(ValueError):
+        kind.parse('"C:\\path')  # never the raw text with its quotes
+    with pytest.raises(ValueError):
+        answer_type(Regex(r"[A-Z]{3}")).parse("eur")  # checked even without the grammar
+
+
+def test_a_record_stands_for_the_answer_only_with_every_field_of_the_type() -> None:
+    kind = answer_type(Optional_)
+    with pytest.raises(ValueError):
+        kind.accepts({"total": 3})  # defaults would fill in what no result said
+    assert kind.accepts({"city": "Lyon", "rank": 2, "extra": 1}) == Optional_(city="Lyon",
+                                                                             rank=2)
+
+
 def test_dump_gives_json_data() -> None:
     assert answer_type(Book).dump(Book(title="B", pages=1)) == {"title": "B", "pages": 1}
     assert answer_type(datetime.date).dump(datetime.date(2024, 3, 1)) == "2024-03-01"
     assert answer_type(Span).dump(Span(1, 2)) == {"start": 1, "end": 2}
 
 
+class Opaque:  # no schema: pydantic cannot describe it
+    pass
+
+
 @pytest.mark.parametrize("spec, words", [
-    (set, "set"), (object, "object"), ({"type": "nonsense"}, "not a valid JSON schema"),
+    (Opaque, "cannot use Opaque"), (len, "cannot use len"),
+    ({"type": "nonsense"}, "not a valid JSON schema"),
     (CFG("start: ("), "cannot become a grammar")])
 def test_a_type_that_cannot_become_a_grammar_is_one_usage_error(spec, words) -> None:
     with pytest.raises(AnswerTypeError) as info:
@@ -157,7 +188,7 @@ def test_agent_run_with_an_output_type_returns_the_instance_and_dumps_it() -> No
 def test_a_bad_output_type_fails_before_any_model_work() -> None:
     llm = ScriptedLLM([])
     with pytest.raises(AnswerTypeError):
-        Agent(llm, registry=ToolRegistry()).run("goal", output_type=set)
+        Agent(llm, registry=ToolRegistry()).run("goal", output_type=Opaque)
     assert llm.requests == []
 
 

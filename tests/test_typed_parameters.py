@@ -122,3 +122,14 @@ def test_a_regex_parameter_is_never_violated_by_sampled_plans(small_llm, planner
     assert all(re.fullmatch(r"[A-Z]{3}-[0-9]{2}", code) for code in written), written
     assert all(re.fullmatch(r"[A-Z]{3}-[0-9]{2}", code) for code in desk.seen)
     assert len(set(written)) > 1  # sampled, not one greedy plan thirteen times
+
+
+def test_a_pattern_llguidance_cannot_take_leaves_a_plain_string() -> None:
+    from localagent import schema_tool
+
+    spec = {"name": "t.f", "description": "d", "parameters": {"type": "object", "properties": {
+        "x": {"type": "string", "pattern": "^(?!abc)"}}, "required": ["x"]}}
+    tools = ToolRegistry()
+    tools.add_tool(schema_tool(spec, lambda x: x))
+    grammar = G.tree_plan(tools.specs())  # compiles: the lookahead is left to validation
+    assert matches(grammar, json.dumps(_call("t.f", {"x": "xyz"})))

@@ -13,6 +13,7 @@ schema whose `$defs` a `$ref` inside it resolves against (a tool's parameters).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,18 @@ PRETTY_SPACE = 24  # whitespace characters after a bracket, comma or colon (pret
 TEXT_CHAR = f"[\\x20-\\x7e{WIDE}]"  # printable, one line
 FIRST_CHAR = f"[\\x21-\\x7e{WIDE}]"  # printable, not a space
 JSON_CHAR = f"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, no backslash
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_compiles(regex: str) -> bool:
+    """Whether llguidance takes a JSON schema `pattern` (not lookarounds, not
+    backreferences): a tool's schema with one it cannot take keeps a plain string, checked
+    by the validator alone, rather than breaking every grammar the tool is offered in."""
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(
+        {"type": "string", "pattern": regex})
+    return not llguidance.LLMatcher.validate_grammar(grammar)  # "" or the error
 
 
 def lit(text: str) -> str:
@@ -112,7 +125,7 @@ class LarkRules:
         char = f'(?:{JSON_CHAR}|\\\\["\\\\bfnrt]|\\\\u[0-9a-fA-F]{{4}})'
         return f'/"{char}{{{min_len},{n}}}"/'
 
-    def pattern(self, regex: str, max_len: int | None = None) -> str:
+    def pattern(self, regex: str, max_len: int | None = None, min_len: int = 0) -> str:
         """A JSON string whose value matches `regex` (JSON Schema's `pattern`: a match
         anywhere unless anchored; an Outlines `Regex` parameter arrives anchored, see
         tools/schema.py), within the string bound. llguidance's own JSON string rule does
@@ -120,8 +133,10 @@ class LarkRules:
         JSON."""
         n = min(max_len if max_len is not None else self.bounds.max_string,
                 self.bounds.max_string)
-        return self.add("pat", "%json " + json.dumps(
-            {"type": "string", "pattern": regex, "maxLength": n}))
+        spec: dict[str, Any] = {"type": "string", "pattern": regex, "maxLength": max(n, min_len)}
+        if min_len:
+            spec["minLength"] = min_len
+        return self.add("pat", "%json " + json.dumps(spec))
 
     def number(self, integer: bool, nonnegative: bool) -> str:
         sign = "" if nonnegative else "-?"
@@ -195,8 +210,9 @@ class LarkRules:
     def _typed(self, schema: Schema, t: str | None, depth: int, hook: Hook | None,
                tag: str, root: Schema) -> list[str]:
         if t == "string":
-            if "pattern" in schema:
-                return [self.pattern(schema["pattern"], schema.get("maxLength"))]
+            if "pattern" in schema and _pattern_compiles(schema["pattern"]):
+                return [self.pattern(schema["pattern"], schema.get("maxLength"),
+                                     int(schema.get("minLength", 0)))]
             return [self.string(schema.get("maxLength"), int(schema.get("minLength", 0)))]
         if t in ("number", "integer"):
             minimum = schema.get("minimum", schema.get("exclusiveMinimum"))

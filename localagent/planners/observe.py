@@ -36,6 +36,7 @@ from localagent.planners.grounding import answer_choice, observed_answers
 
 MAX_OBSERVE_TOKENS = 48
 MAX_PARTS = 40  # of a record offered to `repair_field`
+NONE_OF_THEM = "(none of these)"  # the repair's way to leave the failure as it is
 SYSTEM = ("You answer a goal from the result of the function calls made for it. Reply with "
           "exactly the part of the result that answers the goal.")
 REPAIR_SYSTEM = ("A plan for a goal takes a field of a function's result that the result "
@@ -84,7 +85,7 @@ def repair_field(llm: LLM, goal: str, value: Any, wanted: FieldPath, access: str
                  settings: PlannerSettings, log: GenerationLog) -> FieldPath | None:
     """The part of `value` (a record) that a plan's missing field `wanted` meant, as the
     model chooses it among the record's own parts (each written after its path, as
-    `observe` offers them); None when the record has no part to offer."""
+    `observe` offers them) or NONE_OF_THEM; None when it chose none or nothing is there."""
     parts = record_parts(value)
     if not parts or not settings.constrain:
         return None
@@ -96,29 +97,26 @@ def repair_field(llm: LLM, goal: str, value: Any, wanted: FieldPath, access: str
                                     f"Result: {whole}"}]
     with llm.aside():
         chosen = generate_checked(llm, messages, lambda text: text.strip(), settings, log,
-                                  constraint=answer_choice(list(parts), name="field-repair"),
+                                  constraint=answer_choice([*parts, NONE_OF_THEM],
+                                                           name="field-repair"),
                                   max_tokens=MAX_OBSERVE_TOKENS)
     return parts.get(chosen)
 
 
 def record_parts(value: Any) -> dict[str, FieldPath]:
-    """Every part of a record, outermost first, as `path: value` texts (objects and lists
-    shown short) with their paths; at most MAX_PARTS."""
+    """The parts of a record, outermost first (breadth-first: a top-level key is offered
+    before anything inside a long list), as `path: value` texts (objects and lists shown
+    short) with their paths; at most MAX_PARTS, at most 10 items of a list."""
     out: dict[str, FieldPath] = {}
-
-    def visit(part: Any, path: FieldPath) -> None:
-        if len(out) >= MAX_PARTS:
-            return
+    queue: list[tuple[Any, FieldPath]] = [(value, ())]
+    while queue and len(out) < MAX_PARTS:
+        part, path = queue.pop(0)
         if path:
             shown = json.dumps(part, ensure_ascii=False, default=str)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
             out.setdefault(f"{path_text(path, lead=False)}: {shown}", path)
         if isinstance(part, dict):
-            for k, v in part.items():
-                visit(v, (*path, str(k)))
+            queue += [(v, (*path, str(k))) for k, v in part.items()]
         elif isinstance(part, (list, tuple)):
-            for n, v in enumerate(part[:10]):
-                visit(v, (*path, n))
-
-    visit(value, ())
+            queue += [(v, (*path, n)) for n, v in enumerate(part[:10])]
     return out

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from localagent.early_calls import EarlyCalls
-from localagent.errors import PlanningError, PlanValidationError
+from localagent.errors import LocalAgentError, PlanningError, PlanValidationError
 from localagent.execution import ExecutionResult
 from localagent.executor import Executor, FieldRepair
 from localagent.llm.base import LLM
@@ -210,7 +210,10 @@ def _field_repair(planner: PlanPlanner, goal: str, log: GenerationLog,
     from localagent.planners.observe import repair_field
 
     def repair(value: Any, wanted: FieldPath, access: str) -> FieldPath | None:
-        chosen = repair_field(planner.llm, goal, value, wanted, access, settings, log)
+        try:
+            chosen = repair_field(planner.llm, goal, value, wanted, access, settings, log)
+        except LocalAgentError:  # no valid choice: the access fails as it would have
+            chosen = None
         if on_event is not None:
             on_event(PlannerEvent("field_repaired", {
                 "access": access, "took": path_text(chosen, lead=False) if chosen else None},
