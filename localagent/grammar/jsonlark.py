@@ -55,14 +55,19 @@ JSON_CHAR = f"[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e{WIDE}]"  # no quote, no backslas
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern_compiles(regex: str) -> bool:
-    """Whether llguidance takes a JSON schema `pattern` (not lookarounds, not
-    backreferences): a tool's schema with one it cannot take keeps a plain string, checked
-    by the validator alone, rather than breaking every grammar the tool is offered in."""
+def _string_compiles(regex: str | None, fmt: str | None) -> bool:
+    """Whether llguidance takes a JSON schema string's `pattern` (not lookarounds, not
+    backreferences) and `format`: a tool's schema with one it cannot take keeps a plain
+    string, checked by the validator alone, rather than breaking every grammar the tool is
+    offered in."""
     import llguidance
 
-    grammar = llguidance.LLMatcher.grammar_from_json_schema(
-        {"type": "string", "pattern": regex})
+    spec: dict[str, Any] = {"type": "string"}
+    if regex is not None:
+        spec["pattern"] = regex
+    if fmt is not None:
+        spec["format"] = fmt
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(spec)
     return not llguidance.LLMatcher.validate_grammar(grammar)  # "" or the error
 
 
@@ -125,15 +130,21 @@ class LarkRules:
         char = f'(?:{JSON_CHAR}|\\\\["\\\\bfnrt]|\\\\u[0-9a-fA-F]{{4}})'
         return f'/"{char}{{{min_len},{n}}}"/'
 
-    def pattern(self, regex: str, max_len: int | None = None, min_len: int = 0) -> str:
+    def pattern(self, regex: str | None, max_len: int | None = None, min_len: int = 0,
+                fmt: str | None = None) -> str:
         """A JSON string whose value matches `regex` (JSON Schema's `pattern`: a match
         anywhere unless anchored; an Outlines `Regex` parameter arrives anchored, see
         tools/schema.py), within the string bound. llguidance's own JSON string rule does
         the escaping, so a pattern that admits quotes or backslashes still writes valid
-        JSON."""
+        JSON. A `format` llguidance knows (`date`, `date-time`, `email`, ...) is enforced
+        the same way."""
         n = min(max_len if max_len is not None else self.bounds.max_string,
                 self.bounds.max_string)
-        spec: dict[str, Any] = {"type": "string", "pattern": regex, "maxLength": max(n, min_len)}
+        spec: dict[str, Any] = {"type": "string", "maxLength": max(n, min_len)}
+        if regex is not None:
+            spec["pattern"] = regex
+        if fmt is not None:
+            spec["format"] = fmt
         if min_len:
             spec["minLength"] = min_len
         return self.add("pat", "%json " + json.dumps(spec))
@@ -210,9 +221,10 @@ class LarkRules:
     def _typed(self, schema: Schema, t: str | None, depth: int, hook: Hook | None,
                tag: str, root: Schema) -> list[str]:
         if t == "string":
-            if "pattern" in schema and _pattern_compiles(schema["pattern"]):
-                return [self.pattern(schema["pattern"], schema.get("maxLength"),
-                                     int(schema.get("minLength", 0)))]
+            if ("pattern" in schema or "format" in schema) and _string_compiles(
+                    schema.get("pattern"), schema.get("format")):
+                return [self.pattern(schema.get("pattern"), schema.get("maxLength"),
+                                     int(schema.get("minLength", 0)), schema.get("format"))]
             return [self.string(schema.get("maxLength"), int(schema.get("minLength", 0)))]
         if t in ("number", "integer"):
             minimum = schema.get("minimum", schema.get("exclusiveMinimum"))
