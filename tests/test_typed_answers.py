@@ -213,7 +213,11 @@ def test_real_model_fills_a_pydantic_answer_from_the_results(default_llm, planne
 
 
 def test_real_model_answers_a_literal_on_a_german_goal(default_llm) -> None:
-    agent = Agent(default_llm, examples=True)
+    from localagent.tools.examples.weather import WeatherPlugin
+
+    registry = ToolRegistry()
+    registry.add_plugin(WeatherPlugin())
+    agent = Agent(default_llm, registry=registry)
     result = agent.run("Hat es heute in London geregnet?", planner="tools",
                        output_type=Literal["yes", "no"])
     assert result.ok, result.error
