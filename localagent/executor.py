@@ -42,7 +42,13 @@ from localagent.budget import Budget, BudgetSpent
 from localagent.execution import ExecutionPolicy, ExecutionResult, RunError
 from localagent.grammar.types import as_text, passed_as_text
 from localagent.plan import INPUT, Call, Ref, SequentialPlan, TreePlan, Value, validate
-from localagent.plan_nodes import FieldAccessError, FieldPath, follow, path_text
+from localagent.plan_nodes import (
+    FieldAccessError,
+    FieldPath,
+    MissingKeyError,
+    follow,
+    path_text,
+)
 from localagent.side_effects import Recorded, SideEffectLedger, ToolCallRequest, effect_request
 from localagent.tools.spec import ToolError, ToolResult
 from localagent.trace import (
@@ -295,9 +301,8 @@ class Executor:
         value = await self._invoke(call.function, args, call_id, parent_id, path, run)
         if not call.field:
             return value
-        return _field_of(value, call.field, f"{call.function}(...){path_text(call.field)}",
-                         call.function, call_id, path, run, self.policy.on_error == "stop",
-                         self.repair)
+        return self._field(value, call.field, f"{call.function}(...){path_text(call.field)}",
+                           call.function, call_id, path, run)
 
     async def _eval_arg(self, arg: Any, path: str, parent_id: int, run: _Run) -> Any:
         if isinstance(arg, Call):
@@ -325,8 +330,7 @@ class Executor:
             raise _Failed(value.error)
         if not ref.path:
             return value
-        return _field_of(value, ref.path, str(ref), None, None, "", run,
-                         self.policy.on_error == "stop", self.repair)
+        return self._field(value, ref.path, str(ref), None, None, "", run)
 
     async def _invoke(self, function: str, args: dict[str, Any], call_id: int,
                       parent_id: int | None, path: str, run: _Run) -> Any:
@@ -459,49 +463,33 @@ class Executor:
             self._slots[loop] = asyncio.Semaphore(self.policy.max_workers)
         return self._slots[loop]
 
+    def _field(self, value: Any, path: FieldPath, what: str, function: str | None,
+               call_id: int | None, where: str, run: _Run) -> Any:
+        """The part of a result a field access names (`$1.total`, a call's `field`). A key
+        the record lacks goes to `self.repair` (a field a plan named before it saw the
+        record: `-> dict` declares no keys), whose choice is taken when it exists; else a
+        missing part is a failure as data (a RunError of kind "reference", recorded in the
+        run's errors and its trace; under error policy "stop" it ends the run), never a
+        crash."""
+        try:
+            return follow(value, path)
+        except FieldAccessError as exc:
+            error = exc
+        if self.repair is not None and isinstance(error, MissingKeyError):
+            chosen = self.repair(value, path, what)
+            if chosen is not None:
+                with contextlib.suppress(FieldAccessError):
+                    return follow(value, chosen)
+        failure = RunError("reference", f"{what}: {error}", function, call_id, where)
+        run.errors.append(failure)
+        if self.policy.on_error == "stop":
+            run.stop(failure)
+        raise _Failed(failure)
+
     def _next_id(self) -> int:
         with self._id_lock:  # calls started early run on threads of their own
             self._ids += 1
             return self._ids
-
-
-def _field_of(value: Any, path: FieldPath, what: str, function: str | None,
-              call_id: int | None, where: str, run: _Run, stop: bool,
-              repair: FieldRepair | None = None) -> Any:
-    """The part of a result a field access names (`$1.total`, a call's `field`). One that
-    does not exist goes to `repair` (a record's field a plan named before it saw the
-    record: `-> dict` declares no keys), whose choice is taken when it exists; else it is
-    a failure as data (a RunError of kind "reference", recorded in the run's errors and
-    its trace; under error policy "stop" it ends the run), never a crash."""
-    try:
-        return follow(value, path)
-    except FieldAccessError as exc:
-        error = exc
-    if repair is not None and _missing_key(value, path):
-        chosen = repair(value, path, what)
-        if chosen is not None:
-            with contextlib.suppress(FieldAccessError):
-                return follow(value, chosen)
-    failure = RunError("reference", f"{what}: {error}", function, call_id, where)
-    run.errors.append(failure)
-    if stop:
-        run.stop(failure)
-    raise _Failed(failure)
-
-
-def _missing_key(value: Any, path: FieldPath) -> bool:
-    """Whether `path` fails at a key an object lacks (what a repair may choose again), not
-    at an index past a list's end or on a value of the wrong kind."""
-    for part in path:
-        if isinstance(part, str) and isinstance(value, dict):
-            if part not in value:
-                return True
-            value = value[part]
-        elif isinstance(part, int) and isinstance(value, (list, tuple)) and part < len(value):
-            value = value[part]
-        else:
-            return False
-    return False
 
 
 def _placed(event: Event, path: str, parent_id: int | None) -> Event:

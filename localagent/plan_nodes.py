@@ -71,6 +71,10 @@ class FieldAccessError(LookupError):
     key into a list or an index into an object. The message names the step that failed."""
 
 
+class MissingKeyError(FieldAccessError):
+    """The path names a key an object lacks (what a field repair may choose again)."""
+
+
 def follow(value: Any, path: FieldPath) -> Any:
     """The part of `value` at `path` (a mapping by key, a list by index); raises
     `FieldAccessError` saying where and why it does not exist."""
@@ -89,7 +93,7 @@ def follow(value: Any, path: FieldPath) -> Any:
                                        f"no field {part!r}")
             if part not in value:
                 keys = ", ".join(map(str, list(value)[:8])) or "none"
-                raise FieldAccessError(f"{where} has no field {part!r} (fields: {keys})")
+                raise MissingKeyError(f"{where} has no field {part!r} (fields: {keys})")
             value = value[part]
         done.append(part)
     return value

@@ -133,3 +133,19 @@ class Asked:
     def __call__(self, request) -> bool:  # a localagent.side_effects.ToolCallRequest
         self.requests.append(request)
         return self.answer
+
+
+@pytest.fixture
+def scripted(monkeypatch):  # -> ScriptedLLM; test_mcp and test_side_effects have their own
+    """A scripted model; every function offered (the scripted plans name them freely;
+    the tests that plan with DemoPlugin pass --examples). The filter's goal translation is
+    off, so that every scripted output is a plan (on: `test_run_asks_for_the_translation_
+    first_when_the_filter_ranks`)."""
+    import localagent.llm
+    from localagent.llm import ScriptedLLM
+
+    llm = ScriptedLLM()
+    monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
+    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
+    monkeypatch.setenv("LOCALAGENT_TRANSLATE_GOALS", "0")
+    return llm

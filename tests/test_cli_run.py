@@ -21,19 +21,6 @@ PLAN = {"reasoning": "r", "plan": {"function": "DemoPlugin.Diff", "args": {
 runner = CliRunner()
 
 
-@pytest.fixture
-def scripted(monkeypatch):
-    """A scripted model; every function offered (the scripted plans name them freely;
-    the tests that plan with DemoPlugin pass --examples). The filter's goal translation is
-    off, so that every scripted output is a plan (on: `test_run_asks_for_the_translation_
-    first_when_the_filter_ranks`)."""
-    llm = ScriptedLLM()
-    monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
-    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
-    monkeypatch.setenv("LOCALAGENT_TRANSLATE_GOALS", "0")
-    return llm
-
-
 def test_run_asks_for_the_translation_first_when_the_filter_ranks(scripted, monkeypatch):
     """Setting `translate_goals` (on by default): a filtered run first asks the model for the
     goal in English, searches with it too and shows it under the goal in the plan prompt.

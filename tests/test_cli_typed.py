@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 import localagent.llm
 from localagent.cli import app
-from localagent.llm import ScriptedLLM
 
 PLAN = {"function": "DemoPlugin.Diff", "args": {
     "value1": {"function": "DemoPlugin.GetInvoice", "args": {"company": "C"}}, "value2": 100}}
@@ -20,15 +19,6 @@ SCHEMA = {"type": "object", "properties": {"company": {"type": "string"},
           "required": ["company", "difference"]}
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def scripted(monkeypatch):
-    llm = ScriptedLLM()
-    monkeypatch.setattr(localagent.llm, "load_llm", lambda *a, **k: llm)
-    monkeypatch.setenv("LOCALAGENT_MAX_TOOLS", "0")
-    monkeypatch.setenv("LOCALAGENT_TRANSLATE_GOALS", "0")
-    return llm
 
 
 def test_run_json_prints_the_typed_answer(scripted, tmp_path):
